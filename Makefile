@@ -1,0 +1,33 @@
+# flintlock: the two set-up commands are `make demo` and `make test` (see README).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SF ?= 1
+DATA ?= data
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test install data clean lint
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test,data,dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+data: $(STAMP)
+	$(BIN)/python -m examples.data --sf $(SF) --out $(DATA)
+
+demo: data
+	$(BIN)/python -m examples.demo --data $(DATA)
+
+test: $(STAMP)
+	$(BIN)/python -m examples.data --sf 0.01 --out $(DATA)/test --quiet
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check flintlock tests examples
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,230 @@
+"""ConfigOption registry: Flink's configuration keys, defaults and types (fact sheet).
+
+Every key flintlock understands is declared here once, with its Flink default and a validator;
+``Configuration`` (``flintlock.config.configuration``) rejects unknown keys and bad values by name.
+Durations are given as Flink writes them (``"10 s"``, ``"500ms"``, ``"1 min"``) and read in
+seconds; memory sizes (``"64m"``) in bytes. ``spark.*`` keys pass through to the TaskManagers'
+Spark sessions unvalidated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+__all__ = ["ConfigOption", "OPTIONS", "parse_duration_s", "parse_memory_bytes", "option"]
+
+T = TypeVar("T")
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$")
+_DURATION_UNITS = {
+    "": 1e-3, "ms": 1e-3, "milli": 1e-3, "millis": 1e-3, "millisecond": 1e-3, "milliseconds": 1e-3,
+    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+    "min": 60.0, "m": 60.0, "minute": 60.0, "minutes": 60.0,
+    "h": 3600.0, "hour": 3600.0, "hours": 3600.0,
+    "d": 86400.0, "day": 86400.0, "days": 86400.0,
+}
+_MEMORY = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$")
+_MEMORY_UNITS = {
+    "": 1, "b": 1, "bytes": 1, "k": 1 << 10, "kb": 1 << 10, "kibibytes": 1 << 10,
+    "m": 1 << 20, "mb": 1 << 20, "mebibytes": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
+    "gibibytes": 1 << 30, "t": 1 << 40, "tb": 1 << 40,
+}
+
+
+def parse_duration_s(value: Any) -> float:
+    """Flink duration text -> seconds. A bare number means milliseconds (as in Flink)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value) / 1000.0
+    m = _DURATION.match(str(value).lower())
+    if not m or m.group(2) not in _DURATION_UNITS:
+        raise ValueError(f"{value!r} is not a duration (examples: '500 ms', '10 s', '1 min')")
+    return float(m.group(1)) * _DURATION_UNITS[m.group(2)]
+
+
+def parse_memory_bytes(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    m = _MEMORY.match(str(value).lower())
+    if not m or m.group(2) not in _MEMORY_UNITS:
+        raise ValueError(f"{value!r} is not a memory size (examples: '64m', '1g', '1024')")
+    return int(m.group(1)) * _MEMORY_UNITS[m.group(2)]
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not an integer")
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    if not re.fullmatch(r"-?\d+", text):
+        raise ValueError(f"{value!r} is not an integer")
+    return int(text)
+
+
+def _float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{value!r} is not a number") from None
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "1", "on"):
+        return True
+    if text in ("false", "no", "0", "off"):
+        return False
+    raise ValueError(f"{value!r} is not a boolean (true/false)")
+
+
+def _str(value: Any) -> str:
+    return str(value)
+
+
+def _enum(*allowed: str) -> Callable[[Any], str]:
+    lowered = {a.lower(): a for a in allowed}
+
+    def parse(value: Any) -> str:
+        text = str(value).strip()
+        if text.lower() not in lowered:
+            raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
+        return lowered[text.lower()]
+
+    return parse
+
+
+def _at_least(parse: Callable[[Any], Any], low: float) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        v = parse(value)
+        if v < low:
+            raise ValueError(f"{value!r} is below the minimum {low:g}")
+        return v
+
+    return check
+
+
+@dataclass(frozen=True)
+class ConfigOption(Generic[T]):
+    """One configuration key: its Flink name, default, parser and description.
+
+    Attributes:
+        key: Flink's key (``"taskmanager.numberOfTaskSlots"``).
+        default: the typed default (``None`` = no default).
+        parse: text or value -> typed value; raises ``ValueError`` with the reason.
+        description: one line for docs and errors.
+        deprecated_keys: old keys still accepted.
+    """
+
+    key: str
+    default: T | None
+    parse: Callable[[Any], T]
+    description: str
+    deprecated_keys: tuple[str, ...] = field(default=())
+
+
+OPTIONS: dict[str, ConfigOption[Any]] = {}
+
+
+def option(key: str, default: Any, parse: Callable[[Any], Any], description: str,
+           deprecated_keys: tuple[str, ...] = ()) -> ConfigOption[Any]:
+    opt = ConfigOption(key, default, parse, description, deprecated_keys)
+    OPTIONS[key] = opt
+    return opt
+
+
+duration = parse_duration_s
+pos_int = _at_least(_int, 1)
+nonneg_int = _at_least(_int, 0)
+
+# ---- core / pipeline (CoreOptions, PipelineOptions, ExecutionOptions) ---------------------------
+PARALLELISM_DEFAULT = option("parallelism.default", 1, pos_int, "Default parallelism of operators.")
+MAX_PARALLELISM = option("pipeline.max-parallelism", -1, _int,
+                         "Max parallelism (number of key groups); -1 derives it from parallelism.")
+OPERATOR_CHAINING = option("pipeline.operator-chaining.enabled", True, _bool,
+                           "Chain operators into one task where Flink's rules allow.",
+                           ("pipeline.operator-chaining",))
+PIPELINE_NAME = option("pipeline.name", None, _str, "The job name.")
+RUNTIME_MODE = option("execution.runtime-mode", "AUTOMATIC",
+                      _enum("STREAMING", "BATCH", "AUTOMATIC"),
+                      "STREAMING, BATCH or AUTOMATIC (BATCH when all sources are bounded).")
+EXECUTION_TARGET = option("execution.target", "local", _enum("local", "remote"),
+                          "Where execute() runs jobs: an in-process MiniCluster or a remote cluster.")
+EXECUTION_ATTACHED = option("execution.attached", True, _bool, "Wait for the job's result.")
+
+# ---- JobManager -------------------------------------------------------------------------------------
+JM_RPC_ADDRESS = option("jobmanager.rpc.address", "localhost", _str, "JobManager RPC host.")
+JM_RPC_PORT = option("jobmanager.rpc.port", 6123, nonneg_int, "JobManager RPC port.")
+JM_BIND_HOST = option("jobmanager.bind-host", "127.0.0.1", _str, "Interface the JobManager binds.")
+FAILOVER_STRATEGY = option("jobmanager.execution.failover-strategy", "region",
+                           _enum("region", "full"), "Which tasks restart after a task failure.")
+SCHEDULER = option("jobmanager.scheduler", "Default", _enum("Default", "Adaptive", "AdaptiveBatch"),
+                   "Scheduler type.")
+ATTEMPTS_HISTORY = option("jobmanager.execution.attempts-history-size", 16, pos_int,
+                          "Prior attempts kept per subtask.")
+PARTITION_RELEASE = option("jobmanager.partition.release-during-job-execution", True, _bool,
+                           "Release result partitions once all consumers finished.")
+RESTART_STRATEGY = option("restart-strategy.type", None,
+                          _enum("none", "off", "disable", "fixed-delay", "fixeddelay",
+                                "failure-rate", "failurerate", "exponential-delay",
+                                "exponentialdelay"),
+                          "Restart strategy; unset means no restarts (no checkpointing).",
+                          ("restart-strategy",))
+FIXED_DELAY_ATTEMPTS = option("restart-strategy.fixed-delay.attempts", 1, nonneg_int,
+                              "Restarts allowed by fixed-delay.")
+FIXED_DELAY_DELAY = option("restart-strategy.fixed-delay.delay", 1.0, duration,
+                           "Delay between fixed-delay restarts.")
+FR_MAX = option("restart-strategy.failure-rate.max-failures-per-interval", 1, pos_int,
+                "Failures allowed per interval.")
+FR_INTERVAL = option("restart-strategy.failure-rate.failure-rate-interval", 60.0, duration,
+                     "Failure-rate measuring interval.")
+FR_DELAY = option("restart-strategy.failure-rate.delay", 1.0, duration, "Failure-rate restart delay.")
+EXP_INITIAL = option("restart-strategy.exponential-delay.initial-backoff", 1.0, duration,
+                     "First back-off.")
+EXP_MAX = option("restart-strategy.exponential-delay.max-backoff", 60.0, duration, "Largest back-off.")
+EXP_MULT = option("restart-strategy.exponential-delay.backoff-multiplier", 1.5, _float,
+                  "Back-off growth factor.")
+EXP_RESET = option("restart-strategy.exponential-delay.reset-backoff-threshold", 3600.0, duration,
+                   "Quiet time after which the back-off resets.")
+EXP_JITTER = option("restart-strategy.exponential-delay.jitter-factor", 0.1, _float,
+                    "Random jitter as a fraction of the back-off.")
+EXP_ATTEMPTS = option("restart-strategy.exponential-delay.attempts-before-reset-backoff",
+                      2**31 - 1, pos_int, "Restarts allowed before a reset.")
+
+# ---- slots and heartbeats ------------------------------------------------------------------------
+HEARTBEAT_INTERVAL = option("heartbeat.interval", 10.0, duration, "Heartbeat request interval.")
+HEARTBEAT_TIMEOUT = option("heartbeat.timeout", 50.0, duration,
+                           "A peer silent this long is considered lost.")
+SLOT_REQUEST_TIMEOUT = option("slot.request.timeout", 300.0, duration,
+                              "Pending slot requests fail after this long.")
+SLOT_IDLE_TIMEOUT = option("slot.idle.timeout", 50.0, duration,
+                           "Idle slots are returned to their TaskManager after this long.")
+TASK_SLOTS = option("taskmanager.numberOfTaskSlots", 1, pos_int, "Slots per TaskManager.")
+LOCAL_TASKMANAGERS = option("local.number-taskmanager", 1, pos_int,
+                            "TaskManagers of a local (MiniCluster) run.",
+                            ("minicluster.number-of-taskmanagers",))
+TM_HOST = option("taskmanager.host", "127.0.0.1", _str, "Host the TaskManager binds and advertises.")
+TM_RPC_PORT = option("taskmanager.rpc.port", 0, nonneg_int, "TaskManager RPC port (0 = any).")
+REGISTRATION_TIMEOUT = option("taskmanager.registration.timeout", 300.0, duration,
+                              "A TaskManager gives up registering after this long.")
+CANCELLATION_TIMEOUT = option("task.cancellation.timeout", 180.0, duration,
+                              "A task that does not stop after cancel within this long is fatal.")
+RPC_ASK_TIMEOUT = option("rpc.ask-timeout", 10.0, duration, "Timeout of RPC calls.",
+                         ("pekko.ask.timeout", "akka.ask.timeout"))
+
+# ---- shuffle / data plane ----------------------------------------------------------------------
+SHUFFLE_DIR = option("shuffle.storage-dir", None, _str,
+                     "Where result partitions are written (default: a temp dir per TaskManager).")
+SPARK_REMOTE = option("spark.remote", None, _str,
+                      "Spark Connect URL (sc://host:15002); default: an embedded local[cores] server.")
+
+# ---- REST / client -----------------------------------------------------------------------------------
+REST_ADDRESS = option("rest.address", "localhost", _str, "Where clients find the REST server.")
+REST_PORT = option("rest.port", 8081, nonneg_int, "REST port.", ("web.port",))
+REST_BIND_ADDRESS = option("rest.bind-address", "127.0.0.1", _str, "Interface REST binds.")
+CLIENT_TIMEOUT = option("client.timeout", 60.0, duration, "Client request timeout.")
+WEB_REFRESH = option("web.refresh-interval", 3.0, duration, "Web UI refresh interval.")

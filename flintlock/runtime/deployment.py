@@ -1,0 +1,121 @@
+"""TaskDeploymentDescriptor: everything a TaskExecutor needs to run one execution attempt.
+
+Follows Flink ``runtime/deployment/{TaskDeploymentDescriptor,InputGateDeploymentDescriptor,
+ResultPartitionDeploymentDescriptor}``. For BLOCKING results, a consumer's input gate lists the exact
+locations of the finished producer partitions and the subpartition range it reads
+(``[start, end]`` inclusive, fact sheet 2.3); producers learn how many subpartitions to write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from flintlock.runtime.ids import (
+    AllocationID,
+    ExecutionAttemptID,
+    IntermediateDataSetID,
+    IntermediateResultPartitionID,
+    JobID,
+)
+from flintlock.runtime.jobgraph.types import ResultPartitionType, ShipStrategy
+
+__all__ = [
+    "InputGateDeploymentDescriptor",
+    "PartitionLocation",
+    "ResultPartitionDeploymentDescriptor",
+    "TaskDeploymentDescriptor",
+]
+
+
+@dataclass(frozen=True)
+class PartitionLocation:
+    """Where one finished producer partition lives and what it holds.
+
+    Attributes:
+        partition_id: the IntermediateResultPartition (dataset, producer subtask index).
+        producer_attempt: the attempt that wrote it.
+        uri: directory of the partition (``<shuffle-dir>/<job>/<dataset>/<subtask>-<attempt>``);
+            subpartition ``k`` is under ``<uri>/sp=<k>/``.
+        rows_per_subpartition: row count per subpartition index (0 = nothing written there).
+        bytes_per_subpartition: stored bytes per subpartition index.
+        schema: the rows' schema as a Spark DDL string.
+    """
+
+    partition_id: IntermediateResultPartitionID
+    producer_attempt: ExecutionAttemptID
+    uri: str
+    rows_per_subpartition: tuple[int, ...]
+    bytes_per_subpartition: tuple[int, ...]
+    schema: str
+
+
+@dataclass(frozen=True)
+class InputGateDeploymentDescriptor:
+    """Input gate ``index`` of a consumer: which partitions and subpartitions it reads."""
+
+    dataset_id: IntermediateDataSetID
+    ship_strategy: ShipStrategy
+    result_type: ResultPartitionType
+    subpartition_start: int
+    subpartition_end: int
+    partitions: tuple[PartitionLocation, ...]
+    schema: str
+
+
+@dataclass(frozen=True)
+class ResultPartitionDeploymentDescriptor:
+    """One partition the task produces: dataset, partitioner, number of subpartitions."""
+
+    partition_id: IntermediateResultPartitionID
+    ship_strategy: ShipStrategy
+    result_type: ResultPartitionType
+    number_of_subpartitions: int
+    key_columns: tuple[str, ...] = ()
+    max_parallelism: int = 128
+
+
+@dataclass(frozen=True)
+class TaskDeploymentDescriptor:
+    """Deploys one execution attempt into an allocated slot.
+
+    Attributes:
+        job_id, job_name: the job.
+        attempt_id: the ExecutionAttemptID (subtask index and attempt number inside).
+        allocation_id: the slot the task runs in.
+        vertex_name: the JobVertex name (chained operator names).
+        number_of_subtasks: the vertex's parallelism.
+        max_parallelism: the vertex's max parallelism.
+        invokable_class: ``"module:Class"`` implementing ``TaskInvokable``.
+        invokable_payload: opaque bytes for the invokable (the cloudpickled ``OperatorChain``).
+        input_gates: one per JobVertex input, in order.
+        produced_partitions: one per produced dataset, in output order.
+        source_splits: the splits assigned to this subtask (source vertices only).
+        job_configuration: the effective configuration of the job (Flink keys -> strings).
+    """
+
+    job_id: JobID
+    job_name: str
+    attempt_id: ExecutionAttemptID
+    allocation_id: AllocationID
+    vertex_name: str
+    number_of_subtasks: int
+    max_parallelism: int
+    invokable_class: str
+    invokable_payload: bytes = b""
+    input_gates: tuple[InputGateDeploymentDescriptor, ...] = ()
+    produced_partitions: tuple[ResultPartitionDeploymentDescriptor, ...] = ()
+    source_splits: tuple[Any, ...] = ()
+    job_configuration: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def subtask_index(self) -> int:
+        return self.attempt_id.subtask_index
+
+    def task_name_with_subtask(self) -> str:
+        """Flink's ``"<name> (<index+1>/<parallelism>)#<attempt>"``."""
+        return (
+            f"{self.vertex_name} ({self.subtask_index + 1}/{self.number_of_subtasks})"
+            f"#{self.attempt_id.attempt_number}"
+        )

@@ -1,0 +1,75 @@
+"""DispatcherGateway: submit, list, query and cancel jobs (what REST and clients call).
+
+Follows Flink ``runtime/dispatcher/DispatcherGateway`` and ``RestfulGateway``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph, JobDetails, JobResult
+from flintlock.runtime.ids import JobID
+from flintlock.runtime.jobgraph.job_graph import JobGraph
+from flintlock.runtime.jobgraph.types import JobStatus
+from flintlock.runtime.resourcemanager.gateway import ResourceOverview, TaskManagerInfo
+from flintlock.runtime.rpc.messages import Acknowledge
+
+__all__ = ["ClusterOverview", "DispatcherGateway"]
+
+
+@dataclass(frozen=True)
+class ClusterOverview:
+    """REST ``/overview``: resources plus jobs by state."""
+
+    resources: ResourceOverview
+    jobs_running: int
+    jobs_finished: int
+    jobs_cancelled: int
+    jobs_failed: int
+
+
+class DispatcherGateway(Protocol):
+    async def submit_job(self, job_graph: JobGraph) -> Acknowledge:
+        """Accept a job and start its JobMaster.
+
+        Raises:
+            DuplicateJobSubmissionException: the job id is running or already finished.
+            JobSubmissionException: the JobGraph is invalid (the message says why).
+        """
+        ...
+
+    async def list_jobs(self) -> tuple[JobDetails, ...]:
+        """Every job the Dispatcher knows (running and completed), newest first."""
+        ...
+
+    async def request_job(self, job_id: JobID) -> ArchivedExecutionGraph:
+        """Snapshot of one job. Raises ``FlinkJobNotFoundException`` for an unknown id."""
+        ...
+
+    async def request_job_status(self, job_id: JobID) -> JobStatus:
+        """Raises ``FlinkJobNotFoundException`` for an unknown id."""
+        ...
+
+    async def request_job_result(self, job_id: JobID) -> JobResult | None:
+        """The JobResult once the job is globally terminal, else ``None``.
+
+        Raises ``FlinkJobNotFoundException`` for an unknown id.
+        """
+        ...
+
+    async def cancel_job(self, job_id: JobID) -> Acknowledge:
+        """Cancel a job. Idempotent on terminal jobs; unknown id -> ``FlinkJobNotFoundException``."""
+        ...
+
+    async def request_cluster_overview(self) -> ClusterOverview:
+        """Counts of TaskManagers, slots and jobs by state."""
+        ...
+
+    async def request_task_manager_infos(self) -> tuple[TaskManagerInfo, ...]:
+        """The registered TaskManagers (forwarded to the ResourceManager)."""
+        ...
+
+    async def shutdown_cluster(self) -> Acknowledge:
+        """Stop the cluster (REST ``DELETE /cluster``)."""
+        ...

@@ -1,0 +1,199 @@
+"""Read-only snapshots of a job for clients, REST and the web UI.
+
+Follows Flink ``ArchivedExecutionGraph``, ``JobDetails``, ``JobResult`` and the exception history
+(``RootExceptionHistoryEntry``). Timestamps are epoch milliseconds; durations are milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from flintlock.runtime.ids import ExecutionAttemptID, JobID, JobVertexID
+from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
+from flintlock.runtime.taskmanager.task_execution_state import IOMetrics, SerializedError
+
+__all__ = [
+    "ArchivedExecution",
+    "ArchivedExecutionGraph",
+    "ArchivedJobVertex",
+    "ExceptionHistoryEntry",
+    "JobDetails",
+    "JobResult",
+    "aggregate_vertex_state",
+]
+
+
+@dataclass(frozen=True)
+class ExceptionHistoryEntry:
+    """One failure: the error, when, which task (``"<vertex> (i/n)#a"``) and where."""
+
+    error: SerializedError
+    timestamp_ms: int
+    task_name: str | None = None
+    location: str | None = None
+    attempt_id: ExecutionAttemptID | None = None
+
+
+@dataclass(frozen=True)
+class ArchivedExecution:
+    """One attempt of a subtask."""
+
+    attempt_id: ExecutionAttemptID
+    state: ExecutionState
+    task_manager: str | None
+    state_timestamps: Mapping[str, int]
+    failure: SerializedError | None = None
+    metrics: IOMetrics = field(default_factory=IOMetrics)
+
+    @property
+    def subtask_index(self) -> int:
+        return self.attempt_id.subtask_index
+
+    @property
+    def attempt_number(self) -> int:
+        return self.attempt_id.attempt_number
+
+    def start_time(self) -> int:
+        return self.state_timestamps.get("DEPLOYING", -1)
+
+    def end_time(self) -> int:
+        for s in ("FINISHED", "FAILED", "CANCELED"):
+            if s in self.state_timestamps:
+                return self.state_timestamps[s]
+        return -1
+
+
+def aggregate_vertex_state(states: list[ExecutionState]) -> ExecutionState:
+    """Flink ``ExecutionJobVertex.getAggregateJobVertexState`` (fact sheet 1.3)."""
+    if not states:
+        return ExecutionState.CREATED
+    s = set(states)
+    if ExecutionState.FAILED in s:
+        return ExecutionState.FAILED
+    if ExecutionState.CANCELING in s:
+        return ExecutionState.CANCELING
+    if ExecutionState.CANCELED in s:
+        return ExecutionState.CANCELED
+    if ExecutionState.INITIALIZING in s:
+        return ExecutionState.INITIALIZING
+    if ExecutionState.RUNNING in s:
+        return ExecutionState.RUNNING
+    if ExecutionState.FINISHED in s:
+        return ExecutionState.FINISHED if s == {ExecutionState.FINISHED} else ExecutionState.RUNNING
+    return ExecutionState.CREATED
+
+
+@dataclass(frozen=True)
+class ArchivedJobVertex:
+    """One JobVertex with the current attempt of each subtask and prior attempts."""
+
+    id: JobVertexID
+    name: str
+    parallelism: int
+    max_parallelism: int
+    slot_sharing_group: str
+    subtasks: tuple[ArchivedExecution, ...]
+    prior_attempts: tuple[ArchivedExecution, ...] = ()
+
+    @property
+    def state(self) -> ExecutionState:
+        return aggregate_vertex_state([s.state for s in self.subtasks])
+
+    def task_counts(self) -> dict[str, int]:
+        counts = {s.name: 0 for s in ExecutionState}
+        for sub in self.subtasks:
+            counts[sub.state.name] += 1
+        return counts
+
+    def metrics(self) -> IOMetrics:
+        r_in = sum(s.metrics.records_in for s in self.subtasks)
+        r_out = sum(s.metrics.records_out for s in self.subtasks)
+        b_in = sum(s.metrics.bytes_in for s in self.subtasks)
+        b_out = sum(s.metrics.bytes_out for s in self.subtasks)
+        return IOMetrics(r_in, r_out, b_in, b_out)
+
+
+@dataclass(frozen=True)
+class ArchivedExecutionGraph:
+    """A job's full state at one moment (for REST ``/jobs/:jobid`` and the CLI progress)."""
+
+    job_id: JobID
+    name: str
+    job_type: JobType
+    state: JobStatus
+    state_timestamps: Mapping[str, int]
+    vertices: tuple[ArchivedJobVertex, ...]
+    plan: Mapping[str, Any] = field(default_factory=dict)
+    configuration: Mapping[str, str] = field(default_factory=dict)
+    failure: ExceptionHistoryEntry | None = None
+    exception_history: tuple[ExceptionHistoryEntry, ...] = ()
+    number_of_restarts: int = 0
+    pending_slot_requests: int = 0
+
+    def start_time(self) -> int:
+        return self.state_timestamps.get("INITIALIZING", self.state_timestamps.get("CREATED", -1))
+
+    def end_time(self) -> int:
+        if not self.state.is_globally_terminal():
+            return -1
+        return self.state_timestamps.get(self.state.name, -1)
+
+    def details(self, now_ms: int) -> JobDetails:
+        counts = {s.name: 0 for s in ExecutionState}
+        last = self.start_time()
+        for v in self.vertices:
+            for sub in v.subtasks:
+                counts[sub.state.name] += 1
+                if sub.state_timestamps:
+                    last = max(last, *sub.state_timestamps.values())
+        end = self.end_time()
+        start = self.start_time()
+        return JobDetails(
+            job_id=self.job_id,
+            name=self.name,
+            start_time=start,
+            end_time=end,
+            duration=((end if end >= 0 else now_ms) - start) if start >= 0 else 0,
+            state=self.state,
+            last_modification=max(last, end),
+            tasks=counts,
+        )
+
+
+@dataclass(frozen=True)
+class JobDetails:
+    """One row of ``/jobs/overview``."""
+
+    job_id: JobID
+    name: str
+    start_time: int
+    end_time: int
+    duration: int
+    state: JobStatus
+    last_modification: int
+    tasks: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """The outcome of a globally terminal job (Flink ``JobResult``).
+
+    Attributes:
+        application_status: ``"SUCCEEDED"``, ``"FAILED"``, ``"CANCELED"`` or ``"UNKNOWN"``.
+        net_runtime_ms: from INITIALIZING to the terminal state.
+        accumulator_results: name -> bytes (``collect-<uid>`` holds Arrow IPC streams).
+        failure: the root cause when FAILED.
+    """
+
+    job_id: JobID
+    job_name: str
+    application_status: str
+    net_runtime_ms: int
+    accumulator_results: Mapping[str, bytes] = field(default_factory=dict)
+    failure: ExceptionHistoryEntry | None = None
+
+    @property
+    def is_success(self) -> bool:
+        return self.application_status == "SUCCEEDED"

@@ -1,0 +1,72 @@
+"""JobMasterGateway: task state updates, slot offers, heartbeats and job queries of one job.
+
+Follows Flink ``runtime/jobmaster/JobMasterGateway``. One JobMaster runs per job; its address is
+given to TaskExecutors with each slot request.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph
+from flintlock.runtime.ids import AllocationID, ResourceID
+from flintlock.runtime.jobgraph.types import JobStatus
+from flintlock.runtime.resourcemanager.gateway import RegistrationResponse
+from flintlock.runtime.rpc.messages import Acknowledge
+from flintlock.runtime.rpc.service import oneway
+from flintlock.runtime.taskexecutor.gateway import SlotOffer
+from flintlock.runtime.taskmanager.task_execution_state import TaskExecutionState
+
+__all__ = ["JobMasterGateway"]
+
+
+class JobMasterGateway(Protocol):
+    async def update_task_execution_state(self, state: TaskExecutionState) -> Acknowledge:
+        """A task changed state (INITIALIZING, RUNNING, FINISHED with result, FAILED with error,
+        CANCELED). Unknown attempts are acknowledged and ignored (they belong to an old attempt).
+        """
+        ...
+
+    async def register_task_manager(
+        self, resource_id: ResourceID, task_executor_address: str
+    ) -> RegistrationResponse:
+        """A TaskExecutor that holds slots for this job connects; heartbeats start. Idempotent."""
+        ...
+
+    async def offer_slots(
+        self, resource_id: ResourceID, offers: tuple[SlotOffer, ...]
+    ) -> tuple[SlotOffer, ...]:
+        """Offer allocated slots; returns the accepted ones (the rest are to be freed)."""
+        ...
+
+    @oneway
+    async def fail_slot(self, resource_id: ResourceID, allocation_id: AllocationID, cause: str) -> None:
+        """A slot was lost (e.g. freed by its TaskExecutor): fail the tasks running in it."""
+        ...
+
+    @oneway
+    async def heartbeat_from_task_manager(self, resource_id: ResourceID) -> None:
+        """Heartbeat reply from a TaskExecutor connected to this job."""
+        ...
+
+    @oneway
+    async def heartbeat_from_resource_manager(self, resource_id: ResourceID) -> None:
+        """The ResourceManager's heartbeat request."""
+        ...
+
+    @oneway
+    async def disconnect_task_manager(self, resource_id: ResourceID, cause: str) -> None:
+        """A TaskExecutor went away: its slots are lost and their tasks fail."""
+        ...
+
+    async def request_job(self) -> ArchivedExecutionGraph:
+        """A snapshot of the job's ExecutionGraph."""
+        ...
+
+    async def request_job_status(self) -> JobStatus:
+        """The job's current status."""
+        ...
+
+    async def cancel(self) -> Acknowledge:
+        """Cancel the job (CANCELLING, then CANCELED). Idempotent; a terminal job is acknowledged."""
+        ...

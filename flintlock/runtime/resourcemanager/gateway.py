@@ -1,0 +1,144 @@
+"""ResourceManagerGateway: registration, slot reports, resource declarations, heartbeats.
+
+Follows Flink ``runtime/resourcemanager/ResourceManagerGateway`` and declarative resource
+management (FLIP-138): a JobMaster declares how many slots it needs; the SlotManager allocates free
+slots of registered TaskExecutors to it (``TaskExecutorGateway.request_slot``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from flintlock.runtime.ids import AllocationID, JobID, ResourceID, SlotID
+from flintlock.runtime.rpc.service import oneway
+from flintlock.runtime.rpc.messages import Acknowledge
+from flintlock.runtime.taskexecutor.gateway import SlotReport
+
+__all__ = [
+    "RegistrationResponse",
+    "ResourceManagerGateway",
+    "ResourceOverview",
+    "ResourceRequirements",
+    "TaskExecutorRegistration",
+    "TaskManagerInfo",
+]
+
+
+@dataclass(frozen=True)
+class TaskExecutorRegistration:
+    """What a TaskExecutor tells the ResourceManager when it registers.
+
+    Attributes:
+        address: RPC address of the TaskExecutor.
+        resource_id: its ResourceID.
+        number_of_slots: ``taskmanager.numberOfTaskSlots``.
+        data_port: port of its partition data server (0 in-process).
+        hardware: ``{"cpuCores": int, "physicalMemory": bytes, "freeMemory": bytes}``.
+        spark: description of its Spark session (``{"master": "local[2]", "version": "4.3.0"}``).
+    """
+
+    address: str
+    resource_id: ResourceID
+    number_of_slots: int
+    data_port: int = 0
+    hardware: dict[str, int] = field(default_factory=dict)
+    spark: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RegistrationResponse:
+    """Success (with the registrar's ResourceID) or a rejection with a reason."""
+
+    success: bool
+    resource_id: ResourceID | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ResourceRequirements:
+    """A job's declared need: ``number_of_slots`` slots (any profile) for ``job_id``."""
+
+    job_id: JobID
+    job_master_address: str
+    number_of_slots: int
+
+
+@dataclass(frozen=True)
+class TaskManagerInfo:
+    """One registered TaskExecutor as REST ``/taskmanagers`` shows it."""
+
+    resource_id: ResourceID
+    address: str
+    data_port: int
+    number_of_slots: int
+    free_slots: int
+    last_heartbeat_ms: int
+    hardware: dict[str, int] = field(default_factory=dict)
+    spark: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ResourceOverview:
+    """Counts for REST ``/overview``."""
+
+    number_of_task_managers: int
+    number_of_slots: int
+    number_of_free_slots: int
+
+
+class ResourceManagerGateway(Protocol):
+    async def register_task_executor(
+        self, registration: TaskExecutorRegistration
+    ) -> RegistrationResponse:
+        """Register (or re-register) a TaskExecutor; it then sends its SlotReport. Idempotent."""
+        ...
+
+    async def send_slot_report(self, resource_id: ResourceID, slot_report: SlotReport) -> Acknowledge:
+        """The TaskExecutor's slots and their allocations (after registration)."""
+        ...
+
+    async def register_job_master(
+        self, job_id: JobID, job_master_address: str, resource_id: ResourceID
+    ) -> RegistrationResponse:
+        """Register the JobMaster of ``job_id`` (one per job); starts heartbeats with it."""
+        ...
+
+    async def declare_required_resources(self, requirements: ResourceRequirements) -> Acknowledge:
+        """Replace the job's declared slot count; the SlotManager allocates or releases."""
+        ...
+
+    @oneway
+    async def notify_slot_available(
+        self, resource_id: ResourceID, slot_id: SlotID, allocation_id: AllocationID
+    ) -> None:
+        """A TaskExecutor freed ``slot_id`` (was ``allocation_id``)."""
+        ...
+
+    @oneway
+    async def heartbeat_from_task_manager(self, resource_id: ResourceID, slot_report: SlotReport) -> None:
+        """Heartbeat reply from a TaskExecutor, carrying its SlotReport."""
+        ...
+
+    @oneway
+    async def heartbeat_from_job_manager(self, resource_id: ResourceID) -> None:
+        """Heartbeat reply from a JobMaster."""
+        ...
+
+    @oneway
+    async def disconnect_task_manager(self, resource_id: ResourceID, cause: str) -> None:
+        """A TaskExecutor is shutting down: remove it and its slots."""
+        ...
+
+    @oneway
+    async def disconnect_job_manager(self, job_id: JobID, cause: str) -> None:
+        """A JobMaster ended: drop its requirements; its slots are freed by the TaskExecutors."""
+        ...
+
+    async def request_task_manager_infos(self) -> tuple[TaskManagerInfo, ...]:
+        """All registered TaskExecutors."""
+        ...
+
+    async def request_resource_overview(self) -> ResourceOverview:
+        """TaskManager and slot counts."""
+        ...

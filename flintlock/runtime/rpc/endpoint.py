@@ -1,0 +1,200 @@
+"""RpcEndpoint: a component whose state changes only on its own serial mailbox.
+
+Flink's main-thread model (``runtime/rpc/RpcEndpoint``) on asyncio: every RPC handler, timer and
+callback of an endpoint runs as one mailbox item at a time, so endpoint state needs no locks.
+
+Rules for subclasses:
+- RPC handlers are the ``async def`` methods named in the endpoint's ``*Gateway`` Protocol.
+- A handler never awaits a call to another endpoint (two endpoints awaiting each other would
+  deadlock). It starts the call with ``run_async(awaitable, on_done)``; ``on_done(result, error)``
+  runs later in the mailbox.
+- Timers use ``schedule(delay_s, fn)``; ``fn`` runs in the mailbox, time comes from the clock.
+- Task threads post into the mailbox with ``post_from_thread(fn, *args)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from flintlock.runtime.clock import Clock, SystemClock, TimerHandle
+from flintlock.runtime.rpc.exceptions import EndpointNotStartedError
+
+__all__ = ["RpcEndpoint"]
+
+log = logging.getLogger(__name__)
+
+_STOP = object()
+
+
+class RpcEndpoint:
+    """Base class of Dispatcher, ResourceManager, JobMaster and TaskExecutor.
+
+    Args:
+        endpoint_id: unique name within its RpcService (e.g. ``"resourcemanager"``).
+        clock: time source for timers (``ManualClock`` in tests).
+    """
+
+    def __init__(self, endpoint_id: str, clock: Clock | None = None) -> None:
+        self.endpoint_id = endpoint_id
+        self.clock: Clock = clock or SystemClock()
+        self.address: str = ""
+        self._mailbox: asyncio.Queue[Any] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+        self._timers: set[TimerHandle] = set()
+        self._running = False
+        self._in_mailbox = False
+
+    # ---- life cycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the mailbox, then run ``on_start`` in it. Must be called on the process loop."""
+        if self._running:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._mailbox = asyncio.Queue()
+        self._running = True
+        self._runner = self._loop.create_task(self._run_mailbox(), name=f"mailbox-{self.endpoint_id}")
+        await self.run_in_mailbox(self.on_start)
+
+    async def stop(self) -> None:
+        """Run ``on_stop`` in the mailbox, cancel background work and timers, end the mailbox."""
+        if not self._running:
+            return
+        try:
+            await self.run_in_mailbox(self.on_stop)
+        finally:
+            self._running = False
+            for timer in list(self._timers):
+                timer.cancel()
+            self._timers.clear()
+            for task in list(self._background):
+                task.cancel()
+            if self._background:
+                await asyncio.wait(list(self._background), timeout=5.0)
+            assert self._mailbox is not None
+            self._mailbox.put_nowait(_STOP)
+            if self._runner is not None:
+                await asyncio.wait([self._runner], timeout=5.0)
+
+    async def on_start(self) -> None:
+        """Hook: runs in the mailbox once the endpoint started."""
+
+    async def on_stop(self) -> None:
+        """Hook: runs in the mailbox before the endpoint stops."""
+
+    @property
+    def is_running(self) -> bool:
+        return self._running
+
+    # ---- mailbox -------------------------------------------------------------------------------
+
+    async def _run_mailbox(self) -> None:
+        assert self._mailbox is not None
+        while True:
+            item = await self._mailbox.get()
+            if item is _STOP:
+                return
+            fn, args, future = item
+            self._in_mailbox = True
+            try:
+                result = fn(*args)
+                if inspect.isawaitable(result):
+                    result = await result
+            except BaseException as exc:  # noqa: BLE001 - delivered to the caller
+                if future is not None and not future.done():
+                    future.set_exception(exc)
+                elif future is None:
+                    log.exception("%s: error in mailbox callback %r", self.endpoint_id, fn)
+                if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                    raise
+            else:
+                if future is not None and not future.done():
+                    future.set_result(result)
+            finally:
+                self._in_mailbox = False
+
+    def run_in_mailbox(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        """Queue ``fn(*args)`` (sync or async) on the mailbox; the future holds its result.
+
+        Raises:
+            EndpointNotStartedError: the endpoint is not running.
+        """
+        if not self._running or self._mailbox is None or self._loop is None:
+            raise EndpointNotStartedError(f"endpoint {self.endpoint_id} is not running")
+        future: asyncio.Future[Any] = self._loop.create_future()
+        self._mailbox.put_nowait((fn, args, future))
+        return future
+
+    def post(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Queue ``fn(*args)`` on the mailbox without waiting; errors are logged."""
+        if not self._running or self._mailbox is None:
+            log.debug("%s: dropped %r, endpoint not running", self.endpoint_id, fn)
+            return
+        self._mailbox.put_nowait((fn, args, None))
+
+    def post_from_thread(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Thread-safe ``post``: used by Task threads to report to their TaskExecutor."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            loop.call_soon_threadsafe(self.post, fn, *args)
+        except RuntimeError:  # loop closed meanwhile
+            pass
+
+    async def dispatch(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Run RPC handler ``method`` in the mailbox and return its result (used by transports)."""
+        handler = getattr(self, method)
+        return await self.run_in_mailbox(lambda: handler(*args, **kwargs))
+
+    # ---- asynchronous work and timers ------------------------------------------------------------
+
+    def run_async(
+        self,
+        awaitable: Awaitable[Any],
+        on_done: Callable[[Any, BaseException | None], Any] | None = None,
+    ) -> asyncio.Task[Any]:
+        """Run ``awaitable`` in the background; ``on_done(result, error)`` then runs in the mailbox.
+
+        The task belongs to this endpoint and is cancelled when it stops.
+        """
+        assert self._loop is not None, "endpoint not started"
+
+        async def _wrapped() -> Any:
+            try:
+                result = await awaitable
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - handed to on_done
+                if on_done is not None:
+                    self.post(on_done, None, exc)
+                else:
+                    log.warning("%s: background call failed: %s", self.endpoint_id, exc)
+                return None
+            if on_done is not None:
+                self.post(on_done, result, None)
+            return result
+
+        task = self._loop.create_task(_wrapped())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    def schedule(self, delay_s: float, fn: Callable[..., Any], *args: Any) -> TimerHandle:
+        """Run ``fn(*args)`` in the mailbox after ``delay_s`` seconds of this endpoint's clock."""
+        handle: TimerHandle | None = None
+
+        def _fire() -> None:
+            if handle is not None:
+                self._timers.discard(handle)
+            self.post(fn, *args)
+
+        handle = self.clock.call_later(delay_s, _fire)
+        self._timers.add(handle)
+        return handle

@@ -1,0 +1,121 @@
+"""TaskExecutorGateway: how the ResourceManager and JobMasters talk to a TaskExecutor.
+
+Follows Flink ``runtime/taskexecutor/TaskExecutorGateway``. Every request/response method takes a
+``timeout`` keyword (seconds) from the transport; ``@oneway`` methods return nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from flintlock.runtime.deployment import TaskDeploymentDescriptor
+from flintlock.runtime.ids import (
+    AllocationID,
+    ExecutionAttemptID,
+    IntermediateResultPartitionID,
+    JobID,
+    ResourceID,
+    SlotID,
+)
+from flintlock.runtime.rpc.messages import Acknowledge
+from flintlock.runtime.rpc.service import oneway
+
+__all__ = [
+    "SlotOffer",
+    "SlotReport",
+    "SlotStatus",
+    "TaskExecutorGateway",
+]
+
+
+@dataclass(frozen=True)
+class SlotStatus:
+    """One slot in a SlotReport: free when ``allocation_id`` is None."""
+
+    slot_id: SlotID
+    allocation_id: AllocationID | None = None
+    job_id: JobID | None = None
+
+
+@dataclass(frozen=True)
+class SlotReport:
+    """All slots of a TaskExecutor and what they are allocated to (Flink ``SlotReport``)."""
+
+    slots: tuple[SlotStatus, ...]
+
+    def free_slots(self) -> int:
+        return sum(1 for s in self.slots if s.allocation_id is None)
+
+
+@dataclass(frozen=True)
+class SlotOffer:
+    """A slot a TaskExecutor offers to a JobMaster (Flink ``SlotOffer``)."""
+
+    allocation_id: AllocationID
+    slot_index: int
+
+
+class TaskExecutorGateway(Protocol):
+    async def request_slot(
+        self,
+        slot_id: SlotID,
+        job_id: JobID,
+        allocation_id: AllocationID,
+        job_master_address: str,
+    ) -> Acknowledge:
+        """Allocate ``slot_id`` for ``job_id`` (ResourceManager -> TaskExecutor).
+
+        The TaskExecutor marks the slot ALLOCATED, connects to the JobMaster at
+        ``job_master_address`` and offers it. Idempotent for the same allocation id.
+
+        Raises:
+            SlotAllocationException: the slot is taken by another allocation, or unknown.
+        """
+        ...
+
+    async def submit_task(self, tdd: TaskDeploymentDescriptor) -> Acknowledge:
+        """Start the task in its (ACTIVE) slot; the task thread reports its states.
+
+        Raises:
+            TaskSubmissionException: no active slot for ``tdd.allocation_id``, or the task exists.
+        """
+        ...
+
+    async def cancel_task(self, attempt_id: ExecutionAttemptID) -> Acknowledge:
+        """Cancel a running task (CANCELING, then CANCELED once its thread ends).
+
+        Idempotent: an unknown or finished attempt is acknowledged.
+        """
+        ...
+
+    async def free_slot(self, allocation_id: AllocationID, cause: str) -> Acknowledge:
+        """Free a slot: fail its remaining tasks, mark it free, tell the ResourceManager."""
+        ...
+
+    @oneway
+    async def release_partitions(
+        self, job_id: JobID, partition_ids: tuple[IntermediateResultPartitionID, ...]
+    ) -> None:
+        """Delete the stored result partitions (no consumer needs them any more)."""
+        ...
+
+    @oneway
+    async def heartbeat_from_job_manager(self, resource_id: ResourceID, job_id: JobID) -> None:
+        """A JobMaster's heartbeat request; the TaskExecutor answers with its own heartbeat."""
+        ...
+
+    @oneway
+    async def heartbeat_from_resource_manager(self, resource_id: ResourceID) -> None:
+        """The ResourceManager's heartbeat request; answered with a SlotReport heartbeat."""
+        ...
+
+    @oneway
+    async def disconnect_job_manager(self, job_id: JobID, cause: str) -> None:
+        """The JobMaster of ``job_id`` is gone: fail the job's tasks, free its slots."""
+        ...
+
+    @oneway
+    async def disconnect_resource_manager(self, cause: str) -> None:
+        """The ResourceManager dropped this TaskExecutor: re-register."""
+        ...
