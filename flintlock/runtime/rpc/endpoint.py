@@ -42,45 +42,45 @@ class RpcEndpoint:
         self.endpoint_id = endpoint_id
         self.clock: Clock = clock or SystemClock()
         self.address: str = ""
-        self._mailbox: asyncio.Queue[Any] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._runner: asyncio.Task[None] | None = None
-        self._background: set[asyncio.Task[Any]] = set()
-        self._timers: set[TimerHandle] = set()
-        self._running = False
-        self._in_mailbox = False
+        self._ep_mailbox: asyncio.Queue[Any] | None = None
+        self._ep_loop: asyncio.AbstractEventLoop | None = None
+        self._ep_runner: asyncio.Task[None] | None = None
+        self._ep_background: set[asyncio.Task[Any]] = set()
+        self._ep_timers: set[TimerHandle] = set()
+        self._ep_running = False
+        self._ep_in_mailbox = False
 
     # ---- life cycle ----------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Start the mailbox, then run ``on_start`` in it. Must be called on the process loop."""
-        if self._running:
+        if self._ep_running:
             return
-        self._loop = asyncio.get_running_loop()
-        self._mailbox = asyncio.Queue()
-        self._running = True
-        self._runner = self._loop.create_task(self._run_mailbox(), name=f"mailbox-{self.endpoint_id}")
+        self._ep_loop = asyncio.get_running_loop()
+        self._ep_mailbox = asyncio.Queue()
+        self._ep_running = True
+        self._ep_runner = self._ep_loop.create_task(self._run_mailbox(), name=f"mailbox-{self.endpoint_id}")
         await self.run_in_mailbox(self.on_start)
 
     async def stop(self) -> None:
         """Run ``on_stop`` in the mailbox, cancel background work and timers, end the mailbox."""
-        if not self._running:
+        if not self._ep_running:
             return
         try:
             await self.run_in_mailbox(self.on_stop)
         finally:
-            self._running = False
-            for timer in list(self._timers):
+            self._ep_running = False
+            for timer in list(self._ep_timers):
                 timer.cancel()
-            self._timers.clear()
-            for task in list(self._background):
+            self._ep_timers.clear()
+            for task in list(self._ep_background):
                 task.cancel()
-            if self._background:
-                await asyncio.wait(list(self._background), timeout=5.0)
-            assert self._mailbox is not None
-            self._mailbox.put_nowait(_STOP)
-            if self._runner is not None:
-                await asyncio.wait([self._runner], timeout=5.0)
+            if self._ep_background:
+                await asyncio.wait(list(self._ep_background), timeout=5.0)
+            assert self._ep_mailbox is not None
+            self._ep_mailbox.put_nowait(_STOP)
+            if self._ep_runner is not None:
+                await asyncio.wait([self._ep_runner], timeout=5.0)
 
     async def on_start(self) -> None:
         """Hook: runs in the mailbox once the endpoint started."""
@@ -90,18 +90,18 @@ class RpcEndpoint:
 
     @property
     def is_running(self) -> bool:
-        return self._running
+        return self._ep_running
 
     # ---- mailbox -------------------------------------------------------------------------------
 
     async def _run_mailbox(self) -> None:
-        assert self._mailbox is not None
+        assert self._ep_mailbox is not None
         while True:
-            item = await self._mailbox.get()
+            item = await self._ep_mailbox.get()
             if item is _STOP:
                 return
             fn, args, future = item
-            self._in_mailbox = True
+            self._ep_in_mailbox = True
             try:
                 result = fn(*args)
                 if inspect.isawaitable(result):
@@ -117,7 +117,7 @@ class RpcEndpoint:
                 if future is not None and not future.done():
                     future.set_result(result)
             finally:
-                self._in_mailbox = False
+                self._ep_in_mailbox = False
 
     def run_in_mailbox(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
         """Queue ``fn(*args)`` (sync or async) on the mailbox; the future holds its result.
@@ -125,22 +125,22 @@ class RpcEndpoint:
         Raises:
             EndpointNotStartedError: the endpoint is not running.
         """
-        if not self._running or self._mailbox is None or self._loop is None:
+        if not self._ep_running or self._ep_mailbox is None or self._ep_loop is None:
             raise EndpointNotStartedError(f"endpoint {self.endpoint_id} is not running")
-        future: asyncio.Future[Any] = self._loop.create_future()
-        self._mailbox.put_nowait((fn, args, future))
+        future: asyncio.Future[Any] = self._ep_loop.create_future()
+        self._ep_mailbox.put_nowait((fn, args, future))
         return future
 
     def post(self, fn: Callable[..., Any], *args: Any) -> None:
         """Queue ``fn(*args)`` on the mailbox without waiting; errors are logged."""
-        if not self._running or self._mailbox is None:
+        if not self._ep_running or self._ep_mailbox is None:
             log.debug("%s: dropped %r, endpoint not running", self.endpoint_id, fn)
             return
-        self._mailbox.put_nowait((fn, args, None))
+        self._ep_mailbox.put_nowait((fn, args, None))
 
     def post_from_thread(self, fn: Callable[..., Any], *args: Any) -> None:
         """Thread-safe ``post``: used by Task threads to report to their TaskExecutor."""
-        loop = self._loop
+        loop = self._ep_loop
         if loop is None or loop.is_closed():
             return
         try:
@@ -164,7 +164,7 @@ class RpcEndpoint:
 
         The task belongs to this endpoint and is cancelled when it stops.
         """
-        assert self._loop is not None, "endpoint not started"
+        assert self._ep_loop is not None, "endpoint not started"
 
         async def _wrapped() -> Any:
             try:
@@ -181,9 +181,9 @@ class RpcEndpoint:
                 self.post(on_done, result, None)
             return result
 
-        task = self._loop.create_task(_wrapped())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        task = self._ep_loop.create_task(_wrapped())
+        self._ep_background.add(task)
+        task.add_done_callback(self._ep_background.discard)
         return task
 
     def schedule(self, delay_s: float, fn: Callable[..., Any], *args: Any) -> TimerHandle:
@@ -192,9 +192,9 @@ class RpcEndpoint:
 
         def _fire() -> None:
             if handle is not None:
-                self._timers.discard(handle)
+                self._ep_timers.discard(handle)
             self.post(fn, *args)
 
         handle = self.clock.call_later(delay_s, _fire)
-        self._timers.add(handle)
+        self._ep_timers.add(handle)
         return handle

@@ -1,0 +1,121 @@
+"""The ``flintlock`` command line (Flink ``CliFrontend``): ``run`` and ``info``.
+
+``flintlock run [-p N] [-D key=value ...] program.py [args]`` runs the program's main; each
+``execute()`` runs on the local cluster with live progress and ends with the JobID, runtime and
+status, or the root cause and exit code 1. ``flintlock info program.py [args]`` prints the plan JSON
+of each job the program would run and runs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import traceback
+
+import click
+
+from flintlock.client.context import ClientContext
+from flintlock.client.job_client import JobExecutionException
+from flintlock.client.program import (
+    ProgramInvocationException,
+    ProgramMissingJobException,
+    run_program,
+)
+from flintlock.config import Configuration, IllegalConfigurationException
+from flintlock.exceptions import FlintlockException
+
+__all__ = ["cli", "main"]
+
+
+def _overrides(parallelism: int | None, dynamic: tuple[str, ...]) -> Configuration:
+    conf = Configuration.from_dynamic_properties(dynamic)
+    if parallelism is not None:
+        conf.set_string("parallelism.default", parallelism)
+    return conf
+
+
+def _fail(message: str, code: int = 1) -> None:
+    click.echo(message, err=True)
+    sys.exit(code)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", is_flag=True, help="Log at INFO level to stderr.")
+def cli(verbose: bool) -> None:
+    """flintlock: Flink's runtime architecture with tasks running on Spark."""
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+_program_args = click.argument("args", nargs=-1, type=click.UNPROCESSED)
+_dynamic = click.option("-D", "dynamic", multiple=True, metavar="KEY=VALUE",
+                        help="Set a configuration key (repeatable).")
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("-p", "--parallelism", type=click.IntRange(min=1), default=None,
+              help="Default parallelism of the program's jobs.")
+@click.option("--target", type=click.Choice(["local", "remote"]), default=None,
+              help="Run on a local cluster (default) or a remote session cluster.")
+@_dynamic
+@click.argument("program", type=click.Path(dir_okay=False))
+@_program_args
+def run(parallelism: int | None, target: str | None, dynamic: tuple[str, ...], program: str,
+        args: tuple[str, ...]) -> None:
+    """Run PROGRAM's main; every execute() becomes a job."""
+    try:
+        overrides = _overrides(parallelism, dynamic)
+        if target is not None:
+            overrides.set_string("execution.target", target)
+        context = ClientContext(overrides=overrides, show_progress=None)
+        run_program(program, list(args), context)
+    except JobExecutionException as exc:
+        _fail(f"\nThe program finished with the following exception:\n\n{exc}")
+    except (ProgramInvocationException, ProgramMissingJobException,
+            IllegalConfigurationException) as exc:
+        _fail(f"Error: {exc}")
+    except FlintlockException as exc:
+        _fail(f"Error: {type(exc).__name__}: {exc}")
+    except SystemExit:
+        raise
+    except BaseException as exc:  # the program's main raised
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        _fail(f"The program's main method raised an exception:\n\n{tb}")
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("-p", "--parallelism", type=click.IntRange(min=1), default=None,
+              help="Default parallelism of the program's jobs.")
+@_dynamic
+@click.argument("program", type=click.Path(dir_okay=False))
+@_program_args
+def info(parallelism: int | None, dynamic: tuple[str, ...], program: str,
+         args: tuple[str, ...]) -> None:
+    """Print the plan JSON of PROGRAM's jobs without running them."""
+    try:
+        context = ClientContext(overrides=_overrides(parallelism, dynamic), capture_plans=[])
+        run_program(program, list(args), context)
+    except (ProgramInvocationException, ProgramMissingJobException,
+            IllegalConfigurationException) as exc:
+        _fail(f"Error: {exc}")
+    except FlintlockException as exc:
+        _fail(f"Error: {type(exc).__name__}: {exc}")
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        _fail(f"The program's main method raised an exception:\n\n{tb}")
+    assert context.capture_plans is not None
+    for job_graph in context.capture_plans:
+        click.echo(json.dumps(dict(job_graph.plan), indent=2))
+
+
+def main() -> None:
+    cli(prog_name="flintlock")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""Pipeline executors: where ``env.execute()`` sends a compiled JobGraph.
+
+``execution.target`` picks the executor (Flink ``PipelineExecutor``): ``local`` (default) runs the
+job on an in-process MiniCluster; ``remote`` submits to a session cluster (see the session-cluster
+work; not available yet).
+
+The local MiniCluster lives as long as the program: the first ``execute()`` starts it (and the
+process's Spark Connect session, ~5 s), later ``execute()`` calls reuse both, and the process's exit
+closes them. Flink starts a MiniCluster per job; here the Spark session start dominates, so one
+cluster per program is kept (see ``docs/design.md``). A job whose parallelism needs more slots than
+the running cluster has gets a new MiniCluster (the Spark session is kept).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import math
+import sys
+import threading
+from typing import Any
+
+from flintlock.client.context import ProgramPlanCaptured, current_context
+from flintlock.client.job_client import (
+    JobExecutionResult,
+    describe_failure,
+    job_result_to_execution_result,
+)
+from flintlock.client.progress import follow_job, stderr_console
+from flintlock.config import Configuration
+from flintlock.config.options import EXECUTION_TARGET, LOCAL_TASKMANAGERS, TASK_SLOTS
+from flintlock.runtime.concurrency import LoopThread
+from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph, JobResult
+from flintlock.runtime.ids import JobID
+from flintlock.runtime.jobgraph.job_graph import JobGraph
+from flintlock.runtime.jobgraph.types import JobStatus
+
+__all__ = ["LocalExecutor", "MiniClusterJobClient", "execute_job"]
+
+log = logging.getLogger(__name__)
+
+
+def execute_job(job_graph: JobGraph, configuration: Configuration) -> MiniClusterJobClient:
+    """Run ``job_graph`` where ``execution.target`` says; returns a JobClient.
+
+    Under ``flintlock info`` (plan-only mode) the JobGraph is recorded and ``ProgramPlanCaptured``
+    is raised instead.
+
+    Raises:
+        IllegalConfigurationException: an unsupported target.
+    """
+    ctx = current_context()
+    if ctx.capture_plans is not None:
+        ctx.capture_plans.append(job_graph)
+        raise ProgramPlanCaptured()
+    target = configuration.get(EXECUTION_TARGET)
+    if target != "local":
+        from flintlock.config import IllegalConfigurationException
+
+        raise IllegalConfigurationException(
+            f"execution.target={target!r} is not available yet; run with execution.target=local"
+        )
+    client = _local_executor().execute(job_graph, configuration)
+    ctx.submitted.append(str(job_graph.job_id))
+    return client
+
+
+_LOCAL: LocalExecutor | None = None
+_LOCAL_LOCK = threading.Lock()
+
+
+def _local_executor() -> LocalExecutor:
+    global _LOCAL
+    with _LOCAL_LOCK:
+        if _LOCAL is None:
+            _LOCAL = LocalExecutor()
+            atexit.register(_LOCAL.close)
+        return _LOCAL
+
+
+class LocalExecutor:
+    """Runs jobs on an in-process MiniCluster driven from a background loop thread."""
+
+    def __init__(self) -> None:
+        self._loop: LoopThread | None = None
+        self._cluster: Any = None
+        self._cluster_key: tuple[Any, ...] | None = None
+        self._spark: Any = None
+        self._lock = threading.Lock()
+
+    def _ensure_cluster(self, job_graph: JobGraph, configuration: Configuration) -> Any:
+        from flintlock.runtime.minicluster import MiniCluster
+
+        tms = configuration.get(LOCAL_TASKMANAGERS)
+        max_par = max((v.parallelism for v in job_graph.vertices), default=1)
+        slots = (
+            configuration.get(TASK_SLOTS)
+            if configuration.contains(TASK_SLOTS)
+            else max(1, math.ceil(max_par / tms))
+        )
+        spark_key = tuple(sorted(configuration.spark_settings().items())) + (
+            configuration.get_raw("spark.remote"),
+        )
+        key = (tms, slots, spark_key)
+        if self._cluster is not None and self._cluster_key is not None:
+            old_tms, old_slots, old_spark = self._cluster_key
+            if old_spark == spark_key and old_tms * old_slots >= tms * slots and old_tms == tms:
+                return self._cluster
+            self._loop_thread().run(self._cluster.close())
+            self._cluster = None
+        if self._spark is None or (self._cluster_key and self._cluster_key[2] != spark_key):
+            if self._spark is not None:
+                self._spark.stop()
+            from flintlock.runtime.spark.session import SparkSessionProvider
+
+            self._spark = SparkSessionProvider(configuration)
+        cluster = MiniCluster(
+            configuration,
+            num_task_managers=tms,
+            slots_per_task_manager=slots,
+            services={"spark": self._spark},
+            warm_up_spark=True,
+        )
+        self._loop_thread().run(cluster.start())
+        self._cluster, self._cluster_key = cluster, key
+        return cluster
+
+    def _loop_thread(self) -> LoopThread:
+        if self._loop is None:
+            self._loop = LoopThread("flintlock-local-cluster")
+        return self._loop
+
+    def execute(self, job_graph: JobGraph, configuration: Configuration) -> MiniClusterJobClient:
+        with self._lock:
+            cluster = self._ensure_cluster(job_graph, configuration)
+            loop = self._loop_thread()
+            loop.run(cluster.submit_job(job_graph))
+        ctx = current_context()
+        show = ctx.show_progress if ctx.show_progress is not None else sys.stderr.isatty()
+        return MiniClusterJobClient(loop, cluster, job_graph.job_id, job_graph.name, show)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._cluster is not None and self._loop is not None:
+                try:
+                    self._loop.run(self._cluster.close(), timeout_s=60)
+                except Exception:  # exiting: best effort
+                    log.exception("closing the local cluster failed")
+                self._cluster = None
+            if self._spark is not None:
+                try:
+                    self._spark.stop()
+                except Exception:
+                    log.debug("stopping Spark failed", exc_info=True)
+                self._spark = None
+            if self._loop is not None:
+                self._loop.stop()
+                self._loop = None
+
+
+class MiniClusterJobClient:
+    """JobClient for a job on the local MiniCluster (all calls are synchronous)."""
+
+    def __init__(self, loop: LoopThread, cluster: Any, job_id: JobID, job_name: str,
+                 show_progress: bool) -> None:
+        self._loop = loop
+        self._cluster = cluster
+        self._job_id = job_id
+        self._job_name = job_name
+        self._show_progress = show_progress
+
+    @property
+    def job_id(self) -> JobID:
+        return self._job_id
+
+    def get_job_status(self) -> JobStatus:
+        return self._loop.run(self._cluster.dispatcher_gateway.request_job_status(self._job_id))
+
+    def get_job_details(self) -> ArchivedExecutionGraph:
+        return self._loop.run(self._cluster.dispatcher_gateway.request_job(self._job_id))
+
+    def cancel(self) -> None:
+        self._loop.run(self._cluster.dispatcher_gateway.cancel_job(self._job_id))
+
+    def _result(self) -> JobResult | None:
+        return self._loop.run(self._cluster.dispatcher_gateway.request_job_result(self._job_id))
+
+    def get_job_result(self, timeout_s: float | None = None) -> JobResult:
+        """Wait for the JobResult (any terminal status), showing progress when enabled."""
+        if self._show_progress:
+            holder: list[JobResult] = []
+
+            def done() -> bool:
+                if not holder:
+                    r = self._result()
+                    if r is not None:
+                        holder.append(r)
+                return bool(holder)
+
+            follow_job(self.get_job_details, done, stderr_console())
+            return holder[0]
+        return self._loop.run(self._cluster.wait_for_job_result(self._job_id, timeout_s))
+
+    def get_job_execution_result(self, timeout_s: float | None = None) -> JobExecutionResult:
+        result = self.get_job_result(timeout_s)
+        console = stderr_console()
+        if result.is_success:
+            console.print(
+                f"Job {result.job_id} ({result.job_name}) FINISHED in {result.net_runtime_ms} ms"
+            )
+        else:
+            console.print(describe_failure(result).splitlines()[0])
+        return job_result_to_execution_result(result)

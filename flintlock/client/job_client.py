@@ -1,0 +1,153 @@
+"""JobClient and JobExecutionResult: what ``env.execute()`` / ``execute_async()`` give a program.
+
+Follows Flink ``core/execution/JobClient`` and ``api/common/JobExecutionResult``. A failed job raises
+``JobExecutionException`` whose message carries the root cause: exception type and message, the
+failing task (``"<vertex> (i/n)#attempt"``), its TaskManager, and the Python/Spark error text.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from flintlock.exceptions import FlintlockException
+from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph, JobResult
+from flintlock.runtime.ids import JobID
+from flintlock.runtime.jobgraph.types import JobStatus
+
+__all__ = [
+    "JobClient",
+    "JobExecutionException",
+    "JobExecutionResult",
+    "collected_arrow_table",
+    "job_result_to_execution_result",
+]
+
+
+class JobExecutionException(FlintlockException):
+    """The job did not finish successfully.
+
+    Attributes:
+        job_id: the job.
+        status: ``"FAILED"`` or ``"CANCELED"``.
+        result: the JobResult (``failure`` holds the root cause when FAILED).
+    """
+
+    def __init__(self, result: JobResult) -> None:
+        self.job_id = result.job_id
+        self.status = result.application_status
+        self.result = result
+        super().__init__(describe_failure(result))
+
+
+def describe_failure(result: JobResult) -> str:
+    """A readable account of why a job did not succeed (root cause first, then where)."""
+    head = f"Job {result.job_id} ({result.job_name!r}) {result.application_status}"
+    failure = result.failure
+    if result.application_status == "CANCELED" or failure is None:
+        return head + "."
+    lines = [f"{head}: {failure.error.class_name}: {failure.error.message}"]
+    if failure.task_name:
+        where = f"  in task {failure.task_name}"
+        if failure.location:
+            where += f" on TaskManager {failure.location}"
+        lines.append(where)
+    if failure.error.traceback:
+        lines.append("Root cause traceback:")
+        lines.append(failure.error.traceback.rstrip())
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class JobExecutionResult:
+    """The result of a finished job.
+
+    Attributes:
+        job_id: the JobID.
+        net_runtime_ms: time from submission to FINISHED, in milliseconds.
+        accumulators: accumulator name -> value (bytes for collect sinks).
+    """
+
+    job_id: JobID
+    net_runtime_ms: int
+    accumulators: Mapping[str, Any] = field(default_factory=dict)
+    job_name: str = ""
+
+    def get_job_id(self) -> JobID:
+        return self.job_id
+
+    def get_net_runtime(self) -> int:
+        """Milliseconds, as Flink's ``getNetRuntime()``."""
+        return self.net_runtime_ms
+
+    def get_accumulator_result(self, name: str) -> Any:
+        return self.accumulators.get(name)
+
+    def get_all_accumulator_results(self) -> Mapping[str, Any]:
+        return dict(self.accumulators)
+
+
+def job_result_to_execution_result(result: JobResult) -> JobExecutionResult:
+    """The JobExecutionResult of a SUCCEEDED job; raises JobExecutionException otherwise."""
+    if not result.is_success:
+        raise JobExecutionException(result)
+    return JobExecutionResult(
+        result.job_id, result.net_runtime_ms, dict(result.accumulator_results), result.job_name
+    )
+
+
+def collected_arrow_table(accumulators: Mapping[str, Any], uid: str) -> Any:
+    """Concatenate the Arrow IPC streams of collect sink ``uid`` in subtask order.
+
+    Returns a ``pyarrow.Table`` (``None`` when the sink produced nothing).
+    """
+    import pyarrow as pa
+
+    prefix = f"collect-{uid}/"
+    parts = sorted(
+        ((int(k[len(prefix):]), v) for k, v in accumulators.items() if k.startswith(prefix)),
+        key=lambda kv: kv[0],
+    )
+    tables = [pa.ipc.open_stream(io.BytesIO(v)).read_all() for _, v in parts if v]
+    if not tables:
+        return None
+    return pa.concat_tables(tables, promote_options="default")
+
+
+class JobClient(Protocol):
+    """Handle on a submitted job."""
+
+    @property
+    def job_id(self) -> JobID: ...
+
+    def get_job_status(self) -> JobStatus: ...
+
+    def get_job_details(self) -> ArchivedExecutionGraph: ...
+
+    def cancel(self) -> None:
+        """Request cancellation; returns once the cluster acknowledged it."""
+        ...
+
+    def get_job_execution_result(self, timeout_s: float | None = None) -> JobExecutionResult:
+        """Wait for the job to end.
+
+        Raises:
+            JobExecutionException: the job failed or was cancelled (message has the root cause).
+            TimeoutError: still running after ``timeout_s``.
+        """
+        ...
+
+
+def wait_for(predicate: Any, timeout_s: float | None, interval_s: float = 0.02) -> Any:
+    """Call ``predicate()`` until it returns something not None, or time out."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value is not None:
+            return value
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"no result within {timeout_s} s")
+        time.sleep(interval_s)

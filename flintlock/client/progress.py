@@ -1,0 +1,64 @@
+"""Live job progress for attached runs: a rich progress bar per JobVertex.
+
+Each bar shows the vertex name, its finished/total subtasks and its aggregated state; the display
+ends with the job's final status. Snapshots come from ``JobClient.get_job_details()``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph
+
+__all__ = ["follow_job", "stderr_console"]
+
+
+def stderr_console() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def _short(name: str, width: int = 60) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def follow_job(
+    snapshot: Callable[[], ArchivedExecutionGraph],
+    is_done: Callable[[], bool],
+    console: Console | None = None,
+    interval_s: float = 0.1,
+) -> None:
+    """Render progress until ``is_done()``; ``snapshot()`` returns the job's current graph."""
+    console = console or stderr_console()
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[state]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+        disable=not console.is_terminal,
+    ) as progress:
+        tasks: dict[object, int] = {}
+        while True:
+            done = is_done()
+            graph = snapshot()
+            for vertex in graph.vertices:
+                finished = sum(1 for s in vertex.subtasks if s.state.name == "FINISHED")
+                if vertex.id not in tasks:
+                    tasks[vertex.id] = progress.add_task(
+                        _short(vertex.name), total=vertex.parallelism, state=vertex.state.name
+                    )
+                progress.update(tasks[vertex.id], completed=finished, state=vertex.state.name)
+            if done:
+                break
+            time.sleep(interval_s)
+
+
+def is_interactive() -> bool:
+    return sys.stderr.isatty()

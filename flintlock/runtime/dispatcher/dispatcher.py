@@ -1,0 +1,271 @@
+"""Dispatcher: accepts jobs, runs one JobMaster per job, keeps finished jobs queryable.
+
+Follows Flink ``runtime/dispatcher/Dispatcher`` with ``JobManagerRunner`` per job and the
+``ExecutionGraphInfoStore`` for completed jobs. While a job's JobMaster is starting the job is
+INITIALIZING; afterwards queries are forwarded to the JobMaster; once it reports a terminal state the
+Dispatcher keeps the archived graph and the JobResult (bounded by ``max_completed_jobs``) and stops
+the JobMaster.
+
+The Dispatcher only awaits JobMaster and ResourceManager gateways, never the reverse (JobMasters
+report termination through a callback posted to the Dispatcher's mailbox), so calls cannot deadlock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from flintlock.config import Configuration
+from flintlock.runtime.clock import Clock
+from flintlock.runtime.dispatcher.exceptions import (
+    DuplicateJobSubmissionException,
+    FlinkJobNotFoundException,
+    JobSubmissionException,
+)
+from flintlock.runtime.dispatcher.gateway import ClusterOverview
+from flintlock.runtime.executiongraph.archived import (
+    ArchivedExecutionGraph,
+    ExceptionHistoryEntry,
+    JobDetails,
+    JobResult,
+)
+from flintlock.runtime.ids import JobID
+from flintlock.runtime.jobgraph.job_graph import JobGraph
+from flintlock.runtime.jobgraph.types import JobStatus
+from flintlock.runtime.jobmaster.gateway import JobMasterGateway
+from flintlock.runtime.resourcemanager.gateway import (
+    ResourceManagerGateway,
+    ResourceOverview,
+    TaskManagerInfo,
+)
+from flintlock.runtime.rpc.endpoint import RpcEndpoint
+from flintlock.runtime.rpc.messages import ACK, Acknowledge
+from flintlock.runtime.rpc.service import RpcService
+from flintlock.runtime.taskmanager.task_execution_state import SerializedError
+
+__all__ = ["Dispatcher", "JobManagerRunner"]
+
+log = logging.getLogger(__name__)
+
+JobMasterFactory = Callable[..., Any]
+
+
+def _default_job_master_factory(**kwargs: Any) -> Any:
+    from flintlock.runtime.jobmaster.job_master import JobMaster
+
+    return JobMaster(**kwargs)
+
+
+@dataclass
+class JobManagerRunner:
+    """One submitted job while it runs: its JobGraph, JobMaster and gateway."""
+
+    job_graph: JobGraph
+    job_master: Any
+    submitted_ms: int
+    gateway: JobMasterGateway | None = None
+    cancel_requested: bool = False
+    start_error: SerializedError | None = None
+    timestamps: dict[str, int] = field(default_factory=dict)
+
+    def initializing_snapshot(self) -> ArchivedExecutionGraph:
+        jg = self.job_graph
+        state = JobStatus.CANCELLING if self.cancel_requested else JobStatus.INITIALIZING
+        return ArchivedExecutionGraph(
+            job_id=jg.job_id, name=jg.name, job_type=jg.job_type, state=state,
+            state_timestamps=dict(self.timestamps), vertices=(), plan=jg.plan,
+            configuration=jg.configuration,
+        )
+
+
+class Dispatcher(RpcEndpoint):
+    """The DispatcherGateway endpoint.
+
+    Args:
+        rpc_service: where JobMasters are registered.
+        configuration: the cluster configuration; each job's own settings override it.
+        resource_manager_address: the ResourceManager's RPC address.
+        clock: time source.
+        job_master_factory: builds a JobMaster from keyword arguments (tests replace it).
+        max_completed_jobs: how many finished jobs stay queryable (oldest dropped first).
+        on_shutdown_requested: called when a client asks to shut the cluster down.
+    """
+
+    def __init__(
+        self,
+        rpc_service: RpcService,
+        configuration: Configuration,
+        resource_manager_address: str,
+        clock: Clock | None = None,
+        job_master_factory: JobMasterFactory | None = None,
+        max_completed_jobs: int = 1000,
+        on_shutdown_requested: Callable[[], None] | None = None,
+        endpoint_id: str = "dispatcher",
+    ) -> None:
+        super().__init__(endpoint_id, clock)
+        self._rpc = rpc_service
+        self._configuration = configuration
+        self._rm_address = resource_manager_address
+        self._job_master_factory = job_master_factory or _default_job_master_factory
+        self._max_completed = max_completed_jobs
+        self._on_shutdown_requested = on_shutdown_requested
+        self._running: dict[JobID, JobManagerRunner] = {}
+        self._completed: OrderedDict[JobID, tuple[ArchivedExecutionGraph, JobResult]] = OrderedDict()
+        rpc_service.register(self)
+
+    # ---- submission ------------------------------------------------------------------------------
+
+    async def submit_job(self, job_graph: JobGraph) -> Acknowledge:
+        job_id = job_graph.job_id
+        if job_id in self._running or job_id in self._completed:
+            raise DuplicateJobSubmissionException(
+                f"Job {job_id} ({job_graph.name!r}) has already been submitted."
+            )
+        if not job_graph.vertices:
+            raise JobSubmissionException(f"Job {job_id} ({job_graph.name!r}) has no vertices.")
+        try:
+            job_conf = self._configuration.copy().add_all(dict(job_graph.configuration))
+        except Exception as exc:  # IllegalConfigurationException
+            raise JobSubmissionException(f"Job {job_id}: {exc}") from None
+        now = self.clock.now_ms()
+        job_master = self._job_master_factory(
+            job_graph=job_graph,
+            configuration=job_conf,
+            rpc_service=self._rpc,
+            resource_manager_address=self._rm_address,
+            on_terminal=lambda archived, result: self.post(self._job_reached_terminal, archived, result),
+            clock=self.clock,
+        )
+        runner = JobManagerRunner(job_graph, job_master, now, timestamps={"INITIALIZING": now})
+        self._running[job_id] = runner
+        log.info("Received job %s (%s).", job_id, job_graph.name)
+        self.run_async(job_master.start(), lambda _r, err: self._job_master_started(job_id, err))
+        return ACK
+
+    async def _job_master_started(self, job_id: JobID, error: BaseException | None) -> None:
+        runner = self._running.get(job_id)
+        if runner is None:
+            return
+        if error is not None:
+            runner.start_error = SerializedError.from_exception(error)
+            log.error("JobMaster of job %s failed to start: %s", job_id, error)
+            self._complete_without_job_master(runner, runner.start_error)
+            return
+        runner.gateway = await self._rpc.connect(runner.job_master.address, JobMasterGateway)
+        if runner.cancel_requested:
+            self.run_async(runner.gateway.cancel())
+
+    def _complete_without_job_master(self, runner: JobManagerRunner, error: SerializedError) -> None:
+        jg = runner.job_graph
+        now = self.clock.now_ms()
+        entry = ExceptionHistoryEntry(error, now)
+        archived = ArchivedExecutionGraph(
+            job_id=jg.job_id, name=jg.name, job_type=jg.job_type, state=JobStatus.FAILED,
+            state_timestamps={**runner.timestamps, "FAILED": now}, vertices=(), plan=jg.plan,
+            configuration=jg.configuration, failure=entry, exception_history=(entry,),
+        )
+        result = JobResult(jg.job_id, jg.name, "FAILED", now - runner.submitted_ms, failure=entry)
+        self._job_reached_terminal(archived, result)
+
+    def _job_reached_terminal(self, archived: ArchivedExecutionGraph, result: JobResult) -> None:
+        runner = self._running.pop(archived.job_id, None)
+        self._completed[archived.job_id] = (archived, result)
+        while len(self._completed) > self._max_completed:
+            self._completed.popitem(last=False)
+        log.info("Job %s (%s) reached terminal state %s.", archived.job_id, archived.name,
+                 archived.state.name)
+        if runner is not None and runner.start_error is None:
+            self.run_async(runner.job_master.stop())
+
+    # ---- queries ---------------------------------------------------------------------------------
+
+    def _lookup(self, job_id: JobID) -> JobManagerRunner | tuple[ArchivedExecutionGraph, JobResult]:
+        if job_id in self._running:
+            return self._running[job_id]
+        if job_id in self._completed:
+            return self._completed[job_id]
+        raise FlinkJobNotFoundException(job_id)
+
+    async def request_job(self, job_id: JobID) -> ArchivedExecutionGraph:
+        entry = self._lookup(job_id)
+        if isinstance(entry, tuple):
+            return entry[0]
+        if entry.gateway is None:
+            return entry.initializing_snapshot()
+        return await entry.gateway.request_job()
+
+    async def request_job_status(self, job_id: JobID) -> JobStatus:
+        entry = self._lookup(job_id)
+        if isinstance(entry, tuple):
+            return entry[0].state
+        if entry.gateway is None:
+            return JobStatus.CANCELLING if entry.cancel_requested else JobStatus.INITIALIZING
+        return await entry.gateway.request_job_status()
+
+    async def request_job_result(self, job_id: JobID) -> JobResult | None:
+        entry = self._lookup(job_id)
+        return entry[1] if isinstance(entry, tuple) else None
+
+    async def list_jobs(self) -> tuple[JobDetails, ...]:
+        now = self.clock.now_ms()
+        details: list[JobDetails] = []
+        for runner in list(self._running.values()):
+            if runner.gateway is None:
+                snapshot = runner.initializing_snapshot()
+            else:
+                try:
+                    snapshot = await runner.gateway.request_job()
+                except Exception:  # the JobMaster may be stopping; show it as last known
+                    snapshot = runner.initializing_snapshot()
+            details.append(snapshot.details(now))
+        details.extend(archived.details(now) for archived, _ in self._completed.values())
+        details.sort(key=lambda d: d.start_time, reverse=True)
+        return tuple(details)
+
+    async def cancel_job(self, job_id: JobID) -> Acknowledge:
+        entry = self._lookup(job_id)
+        if isinstance(entry, tuple):
+            return ACK
+        entry.cancel_requested = True
+        if entry.gateway is not None:
+            await entry.gateway.cancel()
+        return ACK
+
+    async def request_cluster_overview(self) -> ClusterOverview:
+        resources = await self._resource_overview()
+        counts = {JobStatus.FINISHED: 0, JobStatus.CANCELED: 0, JobStatus.FAILED: 0}
+        for archived, _ in self._completed.values():
+            if archived.state in counts:
+                counts[archived.state] += 1
+        return ClusterOverview(
+            resources=resources,
+            jobs_running=len(self._running),
+            jobs_finished=counts[JobStatus.FINISHED],
+            jobs_cancelled=counts[JobStatus.CANCELED],
+            jobs_failed=counts[JobStatus.FAILED],
+        )
+
+    async def _resource_overview(self) -> ResourceOverview:
+        rm = await self._rpc.connect(self._rm_address, ResourceManagerGateway)
+        return await rm.request_resource_overview()
+
+    async def request_task_manager_infos(self) -> tuple[TaskManagerInfo, ...]:
+        rm = await self._rpc.connect(self._rm_address, ResourceManagerGateway)
+        return await rm.request_task_manager_infos()
+
+    async def shutdown_cluster(self) -> Acknowledge:
+        if self._on_shutdown_requested is not None:
+            self._on_shutdown_requested()
+        return ACK
+
+    async def on_stop(self) -> None:
+        for runner in list(self._running.values()):
+            if runner.gateway is not None:
+                try:
+                    await runner.job_master.stop()
+                except Exception:  # best effort while shutting down
+                    log.exception("stopping JobMaster of %s failed", runner.job_graph.job_id)
+        self._rpc.unregister(self)

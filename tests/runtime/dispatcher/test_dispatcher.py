@@ -1,0 +1,177 @@
+"""Dispatcher against testing JobMasters and a testing ResourceManager (STYLE layer 2)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from flintlock.config import Configuration
+from flintlock.runtime.dispatcher.dispatcher import Dispatcher
+from flintlock.runtime.dispatcher.exceptions import (
+    DuplicateJobSubmissionException,
+    FlinkJobNotFoundException,
+    JobSubmissionException,
+)
+from flintlock.runtime.dispatcher.gateway import DispatcherGateway
+from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph, JobResult
+from flintlock.runtime.ids import JobID, JobVertexID
+from flintlock.runtime.jobgraph.job_graph import JobGraph, JobVertex
+from flintlock.runtime.jobgraph.types import JobStatus, JobType
+from flintlock.runtime.jobmaster.gateway import JobMasterGateway
+from flintlock.runtime.resourcemanager.gateway import ResourceManagerGateway, ResourceOverview
+from flintlock.runtime.rpc.service import InProcRpcService
+from flintlock.testing.gateways import TestingEndpoint
+
+
+def _job(name: str = "job", configuration: dict[str, str] | None = None) -> JobGraph:
+    v = JobVertex(JobVertexID.generate(), "Source: x", 1, 128, "flintlock.testing.invokables:NoOpInvokable")
+    return JobGraph(JobID.generate(), name, JobType.BATCH, (v,), configuration or {})
+
+
+def _archived(jg: JobGraph, state: JobStatus) -> ArchivedExecutionGraph:
+    return ArchivedExecutionGraph(jg.job_id, jg.name, jg.job_type, state,
+                                  {"INITIALIZING": 1, state.name: 5}, ())
+
+
+class FakeJobMaster(TestingEndpoint):
+    """A JobMaster stand-in: records construction and lets the test end the job."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+        jg: JobGraph = kwargs["job_graph"]
+        super().__init__(
+            f"jobmaster-{jg.job_id}", JobMasterGateway,
+            request_job=lambda: _archived(jg, JobStatus.RUNNING),
+            request_job_status=lambda: JobStatus.RUNNING,
+        )
+        kwargs["rpc_service"].register(self)
+
+    def finish(self, status: str = "SUCCEEDED") -> None:
+        jg: JobGraph = self.kwargs["job_graph"]
+        state = {"SUCCEEDED": JobStatus.FINISHED, "FAILED": JobStatus.FAILED,
+                 "CANCELED": JobStatus.CANCELED}[status]
+        self.kwargs["on_terminal"](_archived(jg, state), JobResult(jg.job_id, jg.name, status, 4))
+
+
+async def _setup(conf: dict[str, str] | None = None) -> tuple[Any, ...]:
+    rpc = InProcRpcService()
+    rm = TestingEndpoint("resourcemanager", ResourceManagerGateway,
+                         request_resource_overview=lambda: ResourceOverview(2, 4, 3))
+    rpc.register(rm)
+    await rm.start()
+    masters: list[FakeJobMaster] = []
+
+    def factory(**kwargs: Any) -> FakeJobMaster:
+        jm = FakeJobMaster(**kwargs)
+        masters.append(jm)
+        return jm
+
+    d = Dispatcher(rpc, Configuration(conf or {}), rm.address, job_master_factory=factory)
+    await d.start()
+    gw = await rpc.connect(d.address, DispatcherGateway)
+    return rpc, rm, d, gw, masters
+
+
+async def _until(predicate: Any, what: str, timeout_s: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.001)
+
+
+def test_submit_runs_a_job_master_and_keeps_the_result() -> None:
+    async def body() -> None:
+        rpc, rm, d, gw, masters = await _setup({"heartbeat.timeout": "5 s"})
+        jg = _job("wordcount", {"parallelism.default": "3"})
+        await gw.submit_job(jg)
+        await _until(lambda: masters and masters[0].is_running, "job master start")
+        # the JobMaster sees the cluster configuration overlaid with the job's own keys
+        conf: Configuration = masters[0].kwargs["configuration"]
+        assert conf.get_raw("heartbeat.timeout") == "5 s"
+        assert conf.get_raw("parallelism.default") == "3"
+        await _until(lambda: d._running[jg.job_id].gateway is not None, "gateway")
+        assert await gw.request_job_status(jg.job_id) is JobStatus.RUNNING
+        assert await gw.request_job_result(jg.job_id) is None
+        masters[0].finish("SUCCEEDED")
+        await _until(lambda: not masters[0].is_running, "job master stopped")
+        result = await gw.request_job_result(jg.job_id)
+        assert result is not None and result.application_status == "SUCCEEDED"
+        assert await gw.request_job_status(jg.job_id) is JobStatus.FINISHED
+        jobs = await gw.list_jobs()
+        assert [(j.job_id, j.state) for j in jobs] == [(jg.job_id, JobStatus.FINISHED)]
+        overview = await gw.request_cluster_overview()
+        assert (overview.jobs_running, overview.jobs_finished, overview.resources.number_of_slots) == (0, 1, 4)
+        await d.stop()
+        await rm.stop()
+
+    asyncio.run(body())
+
+
+def test_duplicate_unknown_and_invalid_submissions_are_rejected() -> None:
+    async def body() -> None:
+        rpc, rm, d, gw, masters = await _setup()
+        jg = _job()
+        await gw.submit_job(jg)
+        with pytest.raises(DuplicateJobSubmissionException, match=str(jg.job_id)):
+            await gw.submit_job(jg)
+        unknown = JobID.generate()
+        with pytest.raises(FlinkJobNotFoundException, match=str(unknown)):
+            await gw.request_job_status(unknown)
+        with pytest.raises(FlinkJobNotFoundException):
+            await gw.cancel_job(unknown)
+        bad = _job("bad", {"heartbeat.timeout": "soon"})
+        with pytest.raises(JobSubmissionException, match="heartbeat.timeout"):
+            await gw.submit_job(bad)
+        await d.stop()
+        await rm.stop()
+
+    asyncio.run(body())
+
+
+def test_cancel_is_forwarded_to_the_job_master() -> None:
+    async def body() -> None:
+        rpc, rm, d, gw, masters = await _setup()
+        jg = _job()
+        await gw.submit_job(jg)
+        await _until(lambda: d._running[jg.job_id].gateway is not None, "gateway")
+        await gw.cancel_job(jg.job_id)
+        await masters[0].wait_for_call("cancel")
+        masters[0].finish("CANCELED")
+        await _until(lambda: jg.job_id in d._completed, "completion")
+        assert (await gw.request_job_result(jg.job_id)).application_status == "CANCELED"
+        # cancelling a finished job is acknowledged and changes nothing
+        await gw.cancel_job(jg.job_id)
+        assert await gw.request_job_status(jg.job_id) is JobStatus.CANCELED
+        await d.stop()
+        await rm.stop()
+
+    asyncio.run(body())
+
+
+def test_job_master_that_fails_to_start_fails_the_job_with_its_cause() -> None:
+    async def body() -> None:
+        rpc = InProcRpcService()
+
+        class Broken:
+            address = "inproc://broken"
+
+            async def start(self) -> None:
+                raise RuntimeError("cannot list input splits: /no/such/path")
+
+            async def stop(self) -> None:
+                pass
+
+        d = Dispatcher(rpc, Configuration(), "inproc://rm", job_master_factory=lambda **kw: Broken())
+        await d.start()
+        gw = await rpc.connect(d.address, DispatcherGateway)
+        jg = _job()
+        await gw.submit_job(jg)
+        await _until(lambda: jg.job_id in d._completed, "failure")
+        result = await gw.request_job_result(jg.job_id)
+        assert result.application_status == "FAILED"
+        assert "/no/such/path" in result.failure.error.message
+        await d.stop()
+
+    asyncio.run(body())
