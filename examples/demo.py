@@ -1,0 +1,160 @@
+"""The flintlock demo: TPC-H queries, nycflights13 and word count on the local cluster.
+
+    python -m examples.demo --data data [--sf 1] [--only q1,q6,flights] [--output output]
+
+For each example it prints the first rows as a table, the row count and the wall time; every result
+is also written as Parquet through ``FileSink`` under ``--output`` (``output/<example>/``).
+``make demo`` runs this after ``python -m examples.data --sf $(SF) --out $(DATA)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from examples import data as datagen
+from examples import flights, word_count
+from examples.tpch import QUERY_NAMES, builder
+
+SHOW_ROWS = 10
+
+TITLES = {
+    "q1": "TPC-H Q1  pricing summary report",
+    "q3": "TPC-H Q3  shipping priority",
+    "q5": "TPC-H Q5  local supplier volume",
+    "q6": "TPC-H Q6  forecasting revenue change",
+    "q10": "TPC-H Q10 returned item reporting",
+    "q12": "TPC-H Q12 shipping modes and order priority",
+    "q18": "TPC-H Q18 large volume customer",
+    "flights": "nycflights13  arrival delay per carrier and month",
+    "word_count": "word count  top 20 words of the King James Bible",
+}
+
+
+def _pick_tpch(data: Path, sf: float | None) -> Path:
+    if sf is not None:
+        path = datagen.tpch_dir(data, sf)
+        if not (path / "lineitem").is_dir():
+            raise SystemExit(
+                f"no TPC-H SF {datagen.sf_label(sf)} in {path}: "
+                f"run python -m examples.data --sf {datagen.sf_label(sf)} --out {data}"
+            )
+        return path
+    found = sorted(p for p in data.glob("tpch-sf*") if (p / "lineitem").is_dir())
+    if not found:
+        raise SystemExit(f"no TPC-H data under {data}: run python -m examples.data --out {data}")
+    preferred = data / "tpch-sf1"
+    return preferred if preferred in found else found[0]
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:,.4f}"
+    if v is None:
+        return "NULL"
+    s = str(v)
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
+def _show(console: Any, title: str, rows: list[Any], took: float, out: Path | None) -> None:
+    from rich.table import Table
+
+    cols = list(rows[0].__fields__) if rows and hasattr(rows[0], "__fields__") else []
+    table = Table(title=title, title_justify="left", show_lines=False)
+    for c in cols:
+        table.add_column(c, overflow="fold")
+    for r in rows[:SHOW_ROWS]:
+        table.add_row(*(_fmt(v) for v in r))
+    console.print(table)
+    more = f" (first {SHOW_ROWS} shown)" if len(rows) > SHOW_ROWS else ""
+    where = f"; Parquet: {out}" if out is not None else ""
+    console.print(f"[bold]{len(rows)} rows{more}[/bold] in [bold]{took:.2f} s[/bold]{where}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rich.console import Console
+
+    from flintlock import Configuration, RuntimeExecutionMode, StreamExecutionEnvironment
+    from flintlock.connectors import FileSink
+
+    p = argparse.ArgumentParser(description="run the flintlock examples on the local cluster")
+    p.add_argument("--data", default="data", help="data root written by examples.data")
+    p.add_argument("--sf", type=float, default=None, help="TPC-H scale factor (default: 1 if present)")
+    p.add_argument("--output", default="output", help="where results are written as Parquet")
+    p.add_argument("--only", default="", help="comma-separated subset, e.g. q1,q6,flights")
+    p.add_argument("--parallelism", type=int, default=2)
+    p.add_argument("--python-word-count", action="store_true", help="word count via flat_map")
+    args = p.parse_args(argv)
+
+    console = Console()
+    data = Path(args.data)
+    tpch = _pick_tpch(data, args.sf)
+    output = Path(args.output)
+    names = [*QUERY_NAMES, "flights", "word_count"]
+    if args.only:
+        wanted = [n.strip() for n in args.only.split(",") if n.strip()]
+        unknown = sorted(set(wanted) - set(names))
+        if unknown:
+            p.error(f"unknown examples {unknown}; choose from {names}")
+        names = [n for n in names if n in wanted]
+
+    jobs: dict[str, Callable[[Any, Path], Any]] = {}
+    for q in QUERY_NAMES:
+        jobs[q] = lambda env, out, q=q: builder(q)(env, str(tpch))
+    jobs["flights"] = lambda env, out: flights.build(env, str(data), str(out))
+    jobs["word_count"] = lambda env, out: word_count.build(
+        env, str(data), python=args.python_word_count
+    )
+
+    console.print(
+        f"[bold]flintlock demo[/bold]: TPC-H {tpch}, nycflights13 and text under {data}; "
+        f"parallelism {args.parallelism}; results under {output}/\n"
+    )
+    conf = Configuration({"local.number-taskmanager": 2, "taskmanager.numberOfTaskSlots": 2})
+    summary: list[tuple[str, int | str, float]] = []
+    failed = 0
+    t_all = time.perf_counter()
+    for name in names:
+        out = output / name
+        shutil.rmtree(out, ignore_errors=True)  # FileSink refuses a target that holds data
+        env = StreamExecutionEnvironment.get_execution_environment(conf)
+        env.set_parallelism(args.parallelism)
+        env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+        t0 = time.perf_counter()
+        try:
+            stream = jobs[name](env, out)
+            if name != "flights":  # flights adds its own FileSink
+                stream.sink_to(FileSink.parquet(str(out)))
+            rows = stream.execute_and_collect(job_execution_name=f"demo {name}")
+        except Exception as e:  # keep going: show every example's outcome
+            took = time.perf_counter() - t0
+            failed += 1
+            console.print(f"[red]{TITLES[name]}: FAILED after {took:.2f} s: {e}[/red]\n")
+            summary.append((name, "FAILED", took))
+            continue
+        took = time.perf_counter() - t0
+        _show(console, TITLES[name], rows, took, out if flights.has_parquet(out) else None)
+        summary.append((name, len(rows), took))
+
+    from rich.table import Table
+
+    table = Table(title="summary", title_justify="left")
+    table.add_column("example")
+    table.add_column("rows", justify="right")
+    table.add_column("wall time", justify="right")
+    for name, n, took in summary:
+        table.add_row(name, str(n), f"{took:.2f} s")
+    console.print(table)
+    console.print(
+        f"total {time.perf_counter() - t_all:.1f} s; Parquet results under {output.resolve()}/"
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
