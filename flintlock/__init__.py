@@ -1,0 +1,54 @@
+"""flintlock: Apache Flink's runtime architecture in Python, with tasks running on Apache Spark.
+
+Importing ``flintlock`` puts PySpark into Spark Connect mode (``SPARK_CONNECT_MODE_ENABLED=1``)
+before anything imports pyspark, so ``F.col("x") > 3`` builds pure-Python, picklable Columns in
+the client with no JVM. The public names below are imported lazily, so runtime processes that
+import ``flintlock.runtime...`` do not pay for the API.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+os.environ.setdefault("SPARK_CONNECT_MODE_ENABLED", "1")
+
+__all__ = [
+    "Configuration",
+    "DataStream",
+    "DataStreamSink",
+    "FileSink",
+    "FileSource",
+    "JobClient",
+    "JobExecutionResult",
+    "KeyedStream",
+    "RuntimeExecutionMode",
+    "StreamExecutionEnvironment",
+]
+
+_LAZY: dict[str, str] = {
+    "Configuration": "flintlock.config",
+    "DataStream": "flintlock.api.datastream",
+    "DataStreamSink": "flintlock.api.datastream",
+    "KeyedStream": "flintlock.api.datastream",
+    "RuntimeExecutionMode": "flintlock.api.environment",
+    "StreamExecutionEnvironment": "flintlock.api.environment",
+    "JobClient": "flintlock.client.job_client",
+    "JobExecutionResult": "flintlock.client.job_client",
+    "FileSource": "flintlock.connectors.file",
+    "FileSink": "flintlock.connectors.file",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'flintlock' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,244 @@
+"""StreamExecutionEnvironment: the entry point of a program; compiles and submits jobs.
+
+Configuration precedence (lowest first): the cluster configuration (``config.yaml`` via
+``load_cluster_configuration``), the program's ``Configuration`` (``get_execution_environment``),
+the CLI's ``-D``/``-p`` overrides (``flintlock.client.context.current_overrides``), and the
+environment's setters (``set_parallelism``, ``set_max_parallelism``, ``set_runtime_mode``,
+``disable_operator_chaining``), as in Flink.
+
+Default parallelism: ``parallelism.default`` when configured anywhere, else ``os.cpu_count()``
+for ``execution.target: local`` (Flink's LocalStreamEnvironment), else 1.
+
+Follows Flink ``streaming/api/environment/StreamExecutionEnvironment`` and PyFlink's
+``pyflink.datastream.stream_execution_environment``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import enum
+import json
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from flintlock.api.datastream import DataStream
+from flintlock.api.schema import rows_to_ipc
+from flintlock.api.transformations import SinkTransformation, SourceTransformation
+from flintlock.config import Configuration, load_cluster_configuration
+from flintlock.config.options import (
+    EXECUTION_TARGET,
+    MAX_PARALLELISM,
+    OPERATOR_CHAINING,
+    PARALLELISM_DEFAULT,
+    PIPELINE_NAME,
+    RUNTIME_MODE,
+)
+from flintlock.graph.job_graph_generator import create_job_graph
+from flintlock.graph.plan import stream_graph_plan
+from flintlock.graph.stream_graph import StreamGraph
+from flintlock.graph.stream_graph_generator import (
+    DEFAULT_BATCH_JOB_NAME,
+    StreamGraphSettings,
+    generate_stream_graph,
+    resolve_job_type,
+)
+from flintlock.runtime.jobgraph.job_graph import JobGraph
+
+__all__ = ["RuntimeExecutionMode", "StreamExecutionEnvironment"]
+
+
+class RuntimeExecutionMode(enum.Enum):
+    """``execution.runtime-mode``: BATCH, STREAMING, or AUTOMATIC (BATCH for bounded sources)."""
+
+    STREAMING = "STREAMING"
+    BATCH = "BATCH"
+    AUTOMATIC = "AUTOMATIC"
+
+
+def _current_overrides() -> Configuration:
+    try:
+        from flintlock.client.context import current_overrides
+    except ImportError:
+        return Configuration()
+    overrides = current_overrides()
+    return overrides if overrides is not None else Configuration()
+
+
+class StreamExecutionEnvironment:
+    """Records a program's transformations and turns them into jobs."""
+
+    def __init__(self, configuration: Configuration | None = None) -> None:
+        self._configuration = configuration.copy() if configuration is not None else Configuration()
+        self._sinks: list[SinkTransformation] = []
+        self._next = 0
+        self._parallelism: int | None = None
+        self._max_parallelism: int | None = None
+        self._runtime_mode: RuntimeExecutionMode | None = None
+        self._chaining: bool | None = None
+
+    @staticmethod
+    def get_execution_environment(
+        configuration: Configuration | None = None,
+    ) -> StreamExecutionEnvironment:
+        """A new environment for the program (``configuration`` = the program's settings)."""
+        return StreamExecutionEnvironment(configuration)
+
+    # ---- settings -----------------------------------------------------------------------------------
+
+    def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
+        """Default parallelism of this program's operators; wins over every configuration."""
+        if not isinstance(parallelism, int) or parallelism < 1:
+            raise ValueError(f"parallelism must be an int >= 1, got {parallelism!r}")
+        self._parallelism = parallelism
+        return self
+
+    def get_parallelism(self) -> int:
+        """The default parallelism operators without their own get."""
+        if self._parallelism is not None:
+            return self._parallelism
+        conf = self.get_configuration()
+        if conf.contains(PARALLELISM_DEFAULT):
+            return int(conf.get(PARALLELISM_DEFAULT))
+        if conf.get(EXECUTION_TARGET) == "local":
+            return os.cpu_count() or 1
+        return int(PARALLELISM_DEFAULT.default or 1)
+
+    def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
+        """Max parallelism (key groups) of all operators, 1..32768."""
+        if not isinstance(max_parallelism, int) or not 1 <= max_parallelism <= 32768:
+            raise ValueError(f"max parallelism must be in [1, 32768], got {max_parallelism!r}")
+        self._max_parallelism = max_parallelism
+        return self
+
+    def get_max_parallelism(self) -> int:
+        """The configured max parallelism, or -1 (derived per operator from its parallelism)."""
+        return int(self.get_configuration().get(MAX_PARALLELISM))
+
+    def set_runtime_mode(self, mode: RuntimeExecutionMode) -> StreamExecutionEnvironment:
+        self._runtime_mode = RuntimeExecutionMode(mode)
+        return self
+
+    def disable_operator_chaining(self) -> StreamExecutionEnvironment:
+        """Run every operator as its own task (``pipeline.operator-chaining.enabled: false``)."""
+        self._chaining = False
+        return self
+
+    def is_chaining_enabled(self) -> bool:
+        return bool(self.get_configuration().get(OPERATOR_CHAINING))
+
+    def get_configuration(self) -> Configuration:
+        """The effective configuration (a copy; see the module docstring for precedence)."""
+        conf = load_cluster_configuration()
+        conf.add_all(self._configuration)
+        conf.add_all(_current_overrides())
+        if self._parallelism is not None:
+            conf.set(PARALLELISM_DEFAULT, self._parallelism)
+        if self._max_parallelism is not None:
+            conf.set(MAX_PARALLELISM, self._max_parallelism)
+        if self._runtime_mode is not None:
+            conf.set(RUNTIME_MODE, self._runtime_mode.value)
+        if self._chaining is not None:
+            conf.set(OPERATOR_CHAINING, str(self._chaining).lower())
+        return conf
+
+    # ---- sources ----------------------------------------------------------------------------------------
+
+    def from_source(self, source: Any, source_name: str | None = None) -> DataStream:
+        """A stream reading a ``flintlock.connectors`` source (``FileSource.parquet(path)``, ...).
+
+        The operator is named ``"Source: <source_name or source.describe()>"``.
+        """
+        describe = getattr(source, "describe", None)
+        if not callable(describe):
+            raise TypeError(f"from_source: expected a flintlock.connectors source, got "
+                            f"{type(source).__name__}")
+        t = SourceTransformation(id=self._next_id(), name=f"Source: {source_name or describe()}",
+                                 source=source)
+        return DataStream(self, t)
+
+    def from_collection(self, rows: Iterable[Any], schema: Any | None = None) -> DataStream:
+        """A stream of ``rows`` (tuples, dicts or Rows); ``schema`` a DDL string or StructType.
+
+        Without a schema it is inferred from dict/Row rows.
+        """
+        from flintlock.connectors.collection import CollectionSource
+
+        payload, ddl = rows_to_ipc(rows, schema)
+        return self.from_source(CollectionSource(payload, ddl))
+
+    def from_sequence(self, start: int, end: int) -> DataStream:
+        """The numbers ``start..end`` (both inclusive) in a bigint column ``id``."""
+        from flintlock.connectors.collection import SequenceSource
+
+        if end < start:
+            raise ValueError(f"from_sequence: end {end} is below start {start}")
+        return self.from_source(SequenceSource(int(start), int(end)))
+
+    # ---- compiling ------------------------------------------------------------------------------------
+
+    def _next_id(self) -> int:
+        self._next += 1
+        return self._next
+
+    def _add_sink(self, sink: SinkTransformation) -> None:
+        self._sinks.append(sink)
+
+    def get_stream_graph(self, job_name: str | None = None) -> StreamGraph:
+        """The StreamGraph of the sinks added so far (they stay registered).
+
+        Raises:
+            InvalidProgramException: no sinks, STREAMING mode, or an invalid program.
+        """
+        conf = self.get_configuration()
+        job_type = resolve_job_type(str(conf.get(RUNTIME_MODE)))
+        name = job_name or conf.get(PIPELINE_NAME) or DEFAULT_BATCH_JOB_NAME
+        conf.set(RUNTIME_MODE, job_type.value)
+        conf.set(PIPELINE_NAME, name)
+        settings = StreamGraphSettings(
+            job_name=name,
+            default_parallelism=self.get_parallelism(),
+            max_parallelism=int(conf.get(MAX_PARALLELISM)),
+            chaining_enabled=bool(conf.get(OPERATOR_CHAINING)),
+            job_type=job_type,
+            configuration=conf.to_dict(),
+        )
+        return generate_stream_graph(self._sinks, settings)
+
+    def get_execution_plan(self) -> str:
+        """Flink's StreamGraph plan JSON (``{"nodes": [...]}``) of the program so far."""
+        return json.dumps(stream_graph_plan(self.get_stream_graph()), indent=2)
+
+    def get_job_graph(self, job_name: str | None = None) -> JobGraph:
+        """Compile the program so far into a JobGraph (with operator chaining)."""
+        return create_job_graph(self.get_stream_graph(job_name))
+
+    # ---- executing --------------------------------------------------------------------------------------
+
+    def execute_async(self, job_name: str | None = None) -> Any:
+        """Submit the job and return its ``JobClient``.
+
+        The registered sinks are consumed (cleared) even when compiling fails, as Flink clears
+        its transformations, so a later ``execute()`` only runs what was added after this one.
+        """
+        from flintlock.client.executor import execute_job
+
+        try:
+            job_graph = self.get_job_graph(job_name)
+            conf = self.get_configuration()
+        finally:
+            self._sinks.clear()
+        return execute_job(job_graph, conf)
+
+    def execute(self, job_name: str | None = None) -> Any:
+        """Run the job, wait for it and return its ``JobExecutionResult``.
+
+        Raises:
+            InvalidProgramException: the program does not compile.
+            Whatever ``JobClient.get_job_execution_result`` raises for a failed job.
+        """
+        job_client = self.execute_async(job_name)
+        result = job_client.get_job_execution_result()
+        if isinstance(result, concurrent.futures.Future):
+            result = result.result()
+        return result
