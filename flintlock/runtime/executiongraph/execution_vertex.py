@@ -1,0 +1,122 @@
+"""ExecutionJobVertex (one per JobVertex) and ExecutionVertex (one per subtask).
+
+Follows Flink ``ExecutionJobVertex`` / ``ExecutionVertex``: a vertex owns its current Execution and
+a bounded history of prior attempts; a restart creates a new Execution with attempt number + 1.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from flintlock.runtime.executiongraph.archived import ArchivedJobVertex
+from flintlock.runtime.executiongraph.execution import Execution
+from flintlock.runtime.executiongraph.intermediate_result import (
+    ConsumedSubpartitions,
+    IntermediateResult,
+    IntermediateResultPartition,
+)
+from flintlock.runtime.ids import ExecutionAttemptID, ExecutionVertexID, JobVertexID
+from flintlock.runtime.jobgraph.job_graph import JobEdge, JobVertex
+from flintlock.runtime.jobgraph.types import ExecutionState
+
+__all__ = ["ConsumedInput", "ExecutionJobVertex", "ExecutionVertex"]
+
+
+@dataclass(frozen=True)
+class ConsumedInput:
+    """Input gate ``edge.type_number`` of one subtask: the result and what it reads of it."""
+
+    edge: JobEdge
+    result: IntermediateResult
+    consumed: ConsumedSubpartitions
+
+    def partitions(self) -> list[IntermediateResultPartition]:
+        return [self.result.partitions[n] for n in self.consumed.partition_numbers]
+
+
+class ExecutionVertex:
+    """One parallel subtask of a JobVertex and its attempts."""
+
+    def __init__(
+        self,
+        job_vertex: ExecutionJobVertex,
+        subtask_index: int,
+        now_ms: int,
+        attempts_history_size: int = 16,
+    ) -> None:
+        self.job_vertex = job_vertex
+        self.id = ExecutionVertexID(job_vertex.id, subtask_index)
+        self.subtask_index = subtask_index
+        #: produced partitions, in the JobVertex's output order
+        self.produced_partitions: list[IntermediateResultPartition] = []
+        #: consumed inputs, in input-gate order
+        self.inputs: list[ConsumedInput] = []
+        self.prior_executions: deque[Execution] = deque(maxlen=attempts_history_size)
+        self.current_execution = self._new_execution(0, now_ms)
+
+    def _new_execution(self, attempt_number: int, now_ms: int) -> Execution:
+        return Execution(
+            ExecutionAttemptID.generate(self.id, attempt_number),
+            self.job_vertex.name,
+            self.job_vertex.parallelism,
+            now_ms,
+        )
+
+    def reset_for_new_execution(self, now_ms: int) -> Execution:
+        """Archive the (terminal) current attempt and create the next one.
+
+        Raises:
+            RuntimeError: the current attempt is not terminal yet.
+        """
+        current = self.current_execution
+        if not current.is_terminal():
+            raise RuntimeError(
+                f"cannot restart {current.task_name_with_subtask()}: attempt still {current.state.name}"
+                f"\nstory:\n{current.story}"
+            )
+        self.prior_executions.append(current)
+        self.current_execution = self._new_execution(current.attempt_number + 1, now_ms)
+        for partition in self.produced_partitions:
+            partition.reset_for_new_execution()
+        return self.current_execution
+
+    def __repr__(self) -> str:
+        return f"<ExecutionVertex {self.job_vertex.name} ({self.subtask_index + 1}/{self.job_vertex.parallelism})>"
+
+
+@dataclass(eq=False)
+class ExecutionJobVertex:
+    """One JobVertex expanded to ``parallelism`` ExecutionVertices."""
+
+    job_vertex: JobVertex
+    task_vertices: list[ExecutionVertex] = field(default_factory=list)
+    #: produced results, in output order
+    produced_results: list[IntermediateResult] = field(default_factory=list)
+
+    @property
+    def id(self) -> JobVertexID:
+        return self.job_vertex.id
+
+    @property
+    def name(self) -> str:
+        return self.job_vertex.name
+
+    @property
+    def parallelism(self) -> int:
+        return self.job_vertex.parallelism
+
+    def all_finished(self) -> bool:
+        return all(v.current_execution.state is ExecutionState.FINISHED for v in self.task_vertices)
+
+    def archive(self) -> ArchivedJobVertex:
+        prior = [e.archive() for v in self.task_vertices for e in v.prior_executions]
+        return ArchivedJobVertex(
+            id=self.id,
+            name=self.name,
+            parallelism=self.parallelism,
+            max_parallelism=self.job_vertex.max_parallelism,
+            slot_sharing_group=self.job_vertex.slot_sharing_group,
+            subtasks=tuple(v.current_execution.archive() for v in self.task_vertices),
+            prior_attempts=tuple(prior),
+        )

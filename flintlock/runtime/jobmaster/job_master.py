@@ -1,0 +1,495 @@
+"""JobMaster: the RPC endpoint that runs one job (Flink ``JobMaster``); a thin async shell.
+
+All decisions live in the pure ``DefaultScheduler`` core; this endpoint turns RPCs, timers and
+finished background work into scheduler events on its mailbox and carries out the returned commands
+(RPCs to TaskExecutors and the ResourceManager, sink commit/abort in worker threads, timers).
+
+Start-up (``on_start``): build the ExecutionGraph, then in a worker thread ``sink.prepare(job_id)``
+for every sink and ``source.enumerate_splits(parallelism)`` for every source vertex, register at the
+ResourceManager, and start scheduling (job CREATED -> RUNNING). At the end: partitions released,
+slots freed, ``disconnect_job_manager`` at the RM and the TaskExecutors, then
+``on_terminal(archived_graph, job_result)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from flintlock.config import options
+from flintlock.config.configuration import Configuration
+from flintlock.runtime.clock import Clock
+from flintlock.runtime.executiongraph.archived import (
+    ArchivedExecutionGraph,
+    ArchivedJobVertex,
+    ExceptionHistoryEntry,
+    JobResult,
+)
+from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
+from flintlock.runtime.ids import AllocationID, JobVertexID, ResourceID
+from flintlock.runtime.jobgraph.job_graph import JobGraph
+from flintlock.runtime.jobgraph.types import JobStatus
+from flintlock.runtime.resourcemanager.gateway import (
+    RegistrationResponse,
+    ResourceManagerGateway,
+    ResourceRequirements,
+)
+from flintlock.runtime.rpc.endpoint import RpcEndpoint
+from flintlock.runtime.rpc.messages import ACK, Acknowledge
+from flintlock.runtime.rpc.service import RpcService
+from flintlock.runtime.scheduler.default_scheduler import DefaultScheduler
+from flintlock.runtime.scheduler.messages import (
+    CancelJob,
+    CancelTask,
+    CancelTaskFailed,
+    Command,
+    DeclareResources,
+    DeploymentFailed,
+    DeployTask,
+    Event,
+    FailJob,
+    FinalizeSinks,
+    FreeSlot,
+    JobTerminated,
+    ReleasePartitions,
+    ScheduleTimer,
+    SinksFinalized,
+    SlotLost,
+    StartScheduling,
+    TaskExecutionStateChanged,
+    TaskManagerLost,
+)
+from flintlock.runtime.taskexecutor.gateway import SlotOffer, TaskExecutorGateway
+from flintlock.runtime.taskmanager.task_execution_state import SerializedError, TaskExecutionState
+
+__all__ = ["JobMaster", "OnTerminal"]
+
+log = logging.getLogger(__name__)
+
+OnTerminal = Callable[[ArchivedExecutionGraph, JobResult], None]
+
+_RM_RETRY_S = 1.0
+
+
+@dataclass
+class _TaskManagerConnection:
+    address: str
+    last_heartbeat: float
+
+
+class JobMaster(RpcEndpoint):
+    """Runs one job; implements ``JobMasterGateway``.
+
+    Args:
+        job_graph: the job.
+        configuration: the cluster configuration; the job graph's own keys override it.
+        rpc_service: where this endpoint is registered and gateways are connected.
+        resource_manager_address: RPC address of the ResourceManager.
+        on_terminal: called once, in the mailbox, when the job is globally terminal.
+        clock: time source (``ManualClock`` in tests).
+        endpoint_id: defaults to ``jobmaster-<job id>``.
+
+    The endpoint registers itself with ``rpc_service`` when constructed (like the other endpoints)
+    and unregisters when stopped; ``start()`` begins the job.
+    """
+
+    def __init__(
+        self,
+        job_graph: JobGraph,
+        configuration: Configuration,
+        rpc_service: RpcService,
+        resource_manager_address: str,
+        on_terminal: OnTerminal | None = None,
+        clock: Clock | None = None,
+        endpoint_id: str | None = None,
+    ) -> None:
+        super().__init__(endpoint_id or f"jobmaster-{job_graph.job_id}", clock)
+        self.job_graph = job_graph
+        self.job_id = job_graph.job_id
+        self.cluster_configuration = configuration
+        self.rpc_service = rpc_service
+        self.resource_manager_address = resource_manager_address
+        self.on_terminal = on_terminal
+        self.resource_id = ResourceID(f"jobmaster-{job_graph.job_id}")
+        self._initialized_ms = self.clock.now_ms()
+        self.configuration = configuration
+        self.graph: ExecutionGraph | None = None
+        self.scheduler: DefaultScheduler | None = None
+        #: set once the job is globally terminal
+        self.job_result: JobResult | None = None
+        self._archived_without_graph: ArchivedExecutionGraph | None = None
+        self._task_managers: dict[ResourceID, _TaskManagerConnection] = {}
+        self._te_gateways: dict[str, TaskExecutorGateway] = {}
+        self._rm: ResourceManagerGateway | None = None
+        self._rm_connecting = False
+        self._rm_last_heartbeat: float | None = None
+        self._wanted_slots: int | None = None
+        self._declared_slots: int | None = None
+        self._declaring = False
+        self._termination: asyncio.Future[JobResult] | None = None
+        #: in-flight RPCs to other endpoints (awaited briefly on stop)
+        self._outgoing: set[asyncio.Task[Any]] = set()
+        heartbeat_interval: float = configuration.get(options.HEARTBEAT_INTERVAL)
+        self._heartbeat_interval = heartbeat_interval
+        self._heartbeat_timeout: float = configuration.get(options.HEARTBEAT_TIMEOUT)
+        rpc_service.register(self)
+
+    # ---- life cycle ----------------------------------------------------------------------------
+
+    async def on_start(self) -> None:
+        self._termination = asyncio.get_running_loop().create_future()
+        try:
+            self.configuration = self.cluster_configuration.copy().add_all(self.job_graph.configuration)
+            self.graph = ExecutionGraph(
+                self.job_graph,
+                self.clock.now_ms,
+                self.configuration.get(options.ATTEMPTS_HISTORY),
+                initialization_timestamp_ms=self._initialized_ms,
+            )
+            self.scheduler = DefaultScheduler(self.graph, self.configuration, self.clock)
+        except Exception as exc:
+            log.exception("job %s: cannot build the execution graph", self.job_id)
+            self._fail_without_graph(exc)
+            return
+        log.info("Starting JobMaster for job %s (%s).", self.job_graph.name, self.job_id)
+        self.run_async(asyncio.to_thread(self._prepare_job), self._on_prepared)
+        self._connect_to_resource_manager()
+        self.schedule(self._heartbeat_interval, self._heartbeat_tick)
+
+    async def stop(self) -> None:
+        # let the final calls (free_slot, release_partitions, disconnects) go out before the base
+        # class cancels background work; bounded by the RPC timeout
+        pending = [t for t in self._outgoing if not t.done()]
+        if pending and self.job_result is not None:
+            await asyncio.wait(pending, timeout=self.configuration.get(options.RPC_ASK_TIMEOUT))
+        try:
+            await super().stop()
+        finally:
+            self.rpc_service.unregister(self)
+
+    async def on_stop(self) -> None:
+        if self.job_result is None and self.graph is not None:
+            log.info("JobMaster of job %s stopped before the job ended (%s)", self.job_id, self.graph.state.name)
+
+    async def wait_for_termination(self) -> JobResult:
+        """The JobResult, once the job is globally terminal."""
+        assert self._termination is not None, "JobMaster not started"
+        return await asyncio.shield(self._termination)
+
+    def _prepare_job(self) -> dict[JobVertexID, list[list[Any]]]:
+        """Worker thread: prepare every sink, enumerate every source's splits."""
+        job_id = str(self.job_id)
+        for vertex in self.job_graph.vertices:
+            for sink in vertex.sinks:
+                sink.prepare(job_id)
+        splits: dict[JobVertexID, list[list[Any]]] = {}
+        for vertex in self.job_graph.vertices:
+            if vertex.source is None:
+                continue
+            assigned = [list(s) for s in vertex.source.enumerate_splits(vertex.parallelism)]
+            if len(assigned) != vertex.parallelism:
+                raise ValueError(
+                    f"source of {vertex.name!r} returned splits for {len(assigned)} subtasks, "
+                    f"expected {vertex.parallelism}"
+                )
+            splits[vertex.id] = assigned
+        return splits
+
+    def _on_prepared(self, splits: dict[JobVertexID, list[list[Any]]] | None, error: BaseException | None) -> None:
+        if error is not None:
+            log.warning("job %s: preparation failed: %s", self.job_id, error)
+            self._handle(FailJob(SerializedError.from_exception(error)))
+        else:
+            self._handle(StartScheduling(splits or {}))
+
+    def _fail_without_graph(self, exc: Exception) -> None:
+        now = self.clock.now_ms()
+        entry = ExceptionHistoryEntry(SerializedError.from_exception(exc, non_recoverable=True), now)
+        jg = self.job_graph
+        self._archived_without_graph = ArchivedExecutionGraph(
+            job_id=jg.job_id,
+            name=jg.name,
+            job_type=jg.job_type,
+            state=JobStatus.FAILED,
+            state_timestamps={"INITIALIZING": self._initialized_ms, "FAILED": now},
+            vertices=tuple(
+                ArchivedJobVertex(v.id, v.name, v.parallelism, v.max_parallelism, v.slot_sharing_group, ())
+                for v in jg.vertices
+            ),
+            plan=dict(jg.plan),
+            configuration=dict(jg.configuration),
+            failure=entry,
+            exception_history=(entry,),
+        )
+        result = JobResult(jg.job_id, jg.name, "FAILED", max(0, now - self._initialized_ms), {}, entry)
+        self._report_terminal(self._archived_without_graph, result)
+
+    # ---- scheduler shell -----------------------------------------------------------------------
+
+    def _handle(self, event: Event) -> None:
+        if self.scheduler is None:
+            return
+        self._apply(self.scheduler.handle(event))
+
+    def _apply(self, commands: list[Command]) -> None:
+        for command in commands:
+            if isinstance(command, DeployTask):
+                self._deploy(command)
+            elif isinstance(command, CancelTask):
+                self._cancel_task(command)
+            elif isinstance(command, DeclareResources):
+                self._declare(command.number_of_slots)
+            elif isinstance(command, FreeSlot):
+                self._send(
+                    self._call_te(command.task_executor_address, "free_slot", command.allocation_id, command.cause),
+                    _log_failure(f"free_slot {command.allocation_id}"),
+                )
+            elif isinstance(command, ReleasePartitions):
+                self._send(
+                    self._call_te(command.task_executor_address, "release_partitions", self.job_id, command.partition_ids),
+                    _log_failure("release_partitions"),
+                )
+            elif isinstance(command, ScheduleTimer):
+                self.schedule(command.delay_s, self._handle, command.event)
+            elif isinstance(command, FinalizeSinks):
+                self.run_async(asyncio.to_thread(self._finalize_sinks, command), self._on_sinks_finalized)
+            elif isinstance(command, JobTerminated):
+                self._on_job_terminated(command.result)
+            else:  # pragma: no cover
+                raise TypeError(f"unknown command {command!r}")
+
+    def _deploy(self, command: DeployTask) -> None:
+        attempt = command.tdd.attempt_id
+
+        def done(_: Any, error: BaseException | None) -> None:
+            if error is not None:
+                log.warning("job %s: deploying %s failed: %s", self.job_id, attempt, error)
+                self._handle(DeploymentFailed(attempt, SerializedError.from_exception(error)))
+
+        self._send(self._call_te(command.task_executor_address, "submit_task", command.tdd), done)
+
+    def _cancel_task(self, command: CancelTask) -> None:
+        def done(_: Any, error: BaseException | None) -> None:
+            if error is not None:
+                self._handle(CancelTaskFailed(command.attempt_id, SerializedError.from_exception(error)))
+
+        self._send(self._call_te(command.task_executor_address, "cancel_task", command.attempt_id), done)
+
+    def _finalize_sinks(self, command: FinalizeSinks) -> None:
+        """Worker thread: commit or abort every sink (abort is attempted for all, errors re-raised)."""
+        job_id = str(self.job_id)
+        first_error: BaseException | None = None
+        for sink, committables in command.work:
+            try:
+                if command.commit:
+                    sink.commit(job_id, list(committables))
+                else:
+                    sink.abort(job_id, list(committables))
+            except BaseException as exc:
+                if command.commit:
+                    raise
+                first_error = first_error or exc
+        if first_error is not None:
+            raise first_error
+
+    def _on_sinks_finalized(self, _: Any, error: BaseException | None) -> None:
+        self._handle(SinksFinalized(SerializedError.from_exception(error) if error is not None else None))
+
+    def _send(self, call: Any, on_done: Callable[[Any, BaseException | None], Any]) -> None:
+        """Start an RPC in the background; ``on_done`` runs in the mailbox."""
+        task = self.run_async(call, on_done)
+        self._outgoing.add(task)
+        task.add_done_callback(self._outgoing.discard)
+
+    async def _call_te(self, address: str, method: str, *args: Any) -> Any:
+        if address not in self._te_gateways:
+            gateway: TaskExecutorGateway = await self.rpc_service.connect(
+                address, TaskExecutorGateway  # type: ignore[type-abstract]
+            )
+            self._te_gateways[address] = gateway
+        return await getattr(self._te_gateways[address], method)(*args)
+
+    def _on_job_terminated(self, result: JobResult) -> None:
+        assert self.graph is not None and self.scheduler is not None
+        archived = self.graph.archive(self.clock.now_ms(), self.scheduler.pending_slot_requests())
+        cause = f"job {self.job_id} reached {self.graph.state.name}"
+        if self._rm is not None:
+            self._send(self._rm.disconnect_job_manager(self.job_id, cause), _log_failure("disconnect RM"))
+        for connection in self._task_managers.values():
+            self._send(
+                self._call_te(connection.address, "disconnect_job_manager", self.job_id, cause),
+                _log_failure("disconnect TaskExecutor"),
+            )
+        self._task_managers.clear()
+        self._report_terminal(archived, result)
+
+    def _report_terminal(self, archived: ArchivedExecutionGraph, result: JobResult) -> None:
+        self.job_result = result
+        log.info("Job %s (%s) reached %s.", self.job_graph.name, self.job_id, archived.state.name)
+        if self._termination is not None and not self._termination.done():
+            self._termination.set_result(result)
+        if self.on_terminal is not None:
+            try:
+                self.on_terminal(archived, result)
+            except Exception:
+                log.exception("job %s: on_terminal callback failed", self.job_id)
+
+    # ---- ResourceManager connection -----------------------------------------------------------
+
+    def _connect_to_resource_manager(self) -> None:
+        if self._rm_connecting or self.job_result is not None:
+            return
+        self._rm_connecting = True
+
+        async def register() -> tuple[ResourceManagerGateway, RegistrationResponse]:
+            gateway = await self.rpc_service.connect(
+                self.resource_manager_address, ResourceManagerGateway  # type: ignore[type-abstract]
+            )
+            response = await gateway.register_job_master(self.job_id, self.address, self.resource_id)
+            return gateway, response
+
+        self.run_async(register(), self._on_rm_registered)
+
+    def _on_rm_registered(self, result: Any, error: BaseException | None) -> None:
+        self._rm_connecting = False
+        if self.job_result is not None:
+            return
+        if error is not None or not result[1].success:
+            reason = error if error is not None else result[1].reason
+            log.warning("job %s: registration at the ResourceManager failed (%s); retrying", self.job_id, reason)
+            self.schedule(_RM_RETRY_S, self._connect_to_resource_manager)
+            return
+        self._rm = result[0]
+        self._rm_last_heartbeat = None
+        self._declared_slots = None
+        log.info("job %s: registered at the ResourceManager %s", self.job_id, self.resource_manager_address)
+        if self._wanted_slots is not None:
+            self._declare(self._wanted_slots)
+
+    def _declare(self, number_of_slots: int) -> None:
+        """Send the latest requirement; declarations are sent one at a time, latest wins."""
+        self._wanted_slots = number_of_slots
+        if self._rm is None or self._declaring or self._declared_slots == number_of_slots:
+            return
+        self._declaring = True
+        rm = self._rm
+
+        def done(_: Any, error: BaseException | None) -> None:
+            self._declaring = False
+            if error is not None:
+                log.warning("job %s: declaring %d slot(s) failed: %s", self.job_id, number_of_slots, error)
+                return
+            self._declared_slots = number_of_slots
+            if self._wanted_slots is not None and self._wanted_slots != number_of_slots and self.job_result is None:
+                self._declare(self._wanted_slots)
+
+        self._send(
+            rm.declare_required_resources(ResourceRequirements(self.job_id, self.address, number_of_slots)),
+            done,
+        )
+
+    # ---- heartbeats ----------------------------------------------------------------------------
+
+    def _heartbeat_tick(self) -> None:
+        if self.job_result is not None:
+            return
+        now = self.clock.monotonic()
+        for resource_id, connection in list(self._task_managers.items()):
+            if now - connection.last_heartbeat > self._heartbeat_timeout:
+                log.warning("job %s: heartbeat of TaskManager %s timed out", self.job_id, resource_id)
+                del self._task_managers[resource_id]
+                self._handle(
+                    TaskManagerLost(
+                        resource_id,
+                        f"heartbeat of TaskManager with id {resource_id} timed out "
+                        f"(heartbeat.timeout={self._heartbeat_timeout:g}s)",
+                    )
+                )
+                continue
+            self._send(
+                self._call_te(connection.address, "heartbeat_from_job_manager", self.resource_id, self.job_id),
+                _log_failure("heartbeat to TaskExecutor"),
+            )
+        if (
+            self._rm is not None
+            and self._rm_last_heartbeat is not None
+            and now - self._rm_last_heartbeat > self._heartbeat_timeout
+        ):
+            log.warning("job %s: heartbeat of the ResourceManager timed out; reconnecting", self.job_id)
+            self._rm = None
+            self._connect_to_resource_manager()
+        self.schedule(self._heartbeat_interval, self._heartbeat_tick)
+
+    # ---- JobMasterGateway ----------------------------------------------------------------------
+
+    async def update_task_execution_state(self, state: TaskExecutionState) -> Acknowledge:
+        if state.job_id != self.job_id or self.scheduler is None:
+            return ACK
+        self._handle(TaskExecutionStateChanged(state))
+        return ACK
+
+    async def register_task_manager(self, resource_id: ResourceID, task_executor_address: str) -> RegistrationResponse:
+        if self.job_result is not None:
+            return RegistrationResponse(False, self.resource_id, f"job {self.job_id} has ended")
+        connection = self._task_managers.get(resource_id)
+        now = self.clock.monotonic()
+        if connection is None or connection.address != task_executor_address:
+            self._task_managers[resource_id] = _TaskManagerConnection(task_executor_address, now)
+            log.info("job %s: TaskManager %s registered (%s)", self.job_id, resource_id, task_executor_address)
+        else:
+            connection.last_heartbeat = now
+        return RegistrationResponse(True, self.resource_id)
+
+    async def offer_slots(self, resource_id: ResourceID, offers: tuple[SlotOffer, ...]) -> tuple[SlotOffer, ...]:
+        connection = self._task_managers.get(resource_id)
+        if connection is None or self.scheduler is None:
+            log.warning("job %s: rejecting slot offers of unregistered TaskManager %s", self.job_id, resource_id)
+            return ()
+        accepted, commands = self.scheduler.offer_slots(resource_id, connection.address, tuple(offers))
+        self._apply(commands)
+        return accepted
+
+    async def fail_slot(self, resource_id: ResourceID, allocation_id: AllocationID, cause: str) -> None:
+        self._handle(SlotLost(resource_id, allocation_id, cause))
+
+    async def heartbeat_from_task_manager(self, resource_id: ResourceID) -> None:
+        connection = self._task_managers.get(resource_id)
+        if connection is not None:
+            connection.last_heartbeat = self.clock.monotonic()
+
+    async def heartbeat_from_resource_manager(self, resource_id: ResourceID) -> None:
+        self._rm_last_heartbeat = self.clock.monotonic()
+        if self._rm is not None:
+            self._send(self._rm.heartbeat_from_job_manager(self.resource_id), _log_failure("RM heartbeat"))
+
+    async def disconnect_task_manager(self, resource_id: ResourceID, cause: str) -> None:
+        if self._task_managers.pop(resource_id, None) is not None:
+            log.info("job %s: TaskManager %s disconnected: %s", self.job_id, resource_id, cause)
+        self._handle(TaskManagerLost(resource_id, cause))
+
+    async def request_job(self) -> ArchivedExecutionGraph:
+        if self.graph is None or self.scheduler is None:
+            if self._archived_without_graph is not None:
+                return self._archived_without_graph
+            raise RuntimeError(f"job {self.job_id}: JobMaster not started")
+        return self.graph.archive(self.clock.now_ms(), self.scheduler.pending_slot_requests())
+
+    async def request_job_status(self) -> JobStatus:
+        if self.graph is None:
+            return JobStatus.FAILED if self._archived_without_graph is not None else JobStatus.INITIALIZING
+        return self.graph.state
+
+    async def cancel(self) -> Acknowledge:
+        self._handle(CancelJob())
+        return ACK
+
+
+def _log_failure(what: str) -> Callable[[Any, BaseException | None], None]:
+    def done(_: Any, error: BaseException | None) -> None:
+        if error is not None:
+            log.warning("%s failed: %s", what, error)
+
+    return done

@@ -1,0 +1,184 @@
+"""DeclarativeSlotPool: the slots a JobMaster owns and the requests waiting for one (pure).
+
+Follows Flink ``DefaultDeclarativeSlotPool`` + ``DeclarativeSlotPoolBridge`` (fact sheet 8.3), on the
+granularity flintlock needs (every slot is alike):
+- A *slot request* (one per shared slot: all executions of one slot sharing group with the same
+  subtask index scheduled together) gets a free owned slot at once, or waits (FIFO).
+- The JobMaster declares ``required_slots()`` = waiting requests + slots in use to the
+  ResourceManager; idle slots are not counted but stay in the pool until ``slot.idle.timeout``.
+- Offers are accepted while requests wait for them (re-offers of an owned slot are accepted again).
+No asyncio, no I/O; ``now`` (monotonic seconds) is passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from flintlock.runtime.ids import AllocationID, ResourceID
+from flintlock.runtime.taskexecutor.gateway import SlotOffer
+
+__all__ = ["AllocatedSlot", "DeclarativeSlotPool", "SlotRequestId"]
+
+SlotRequestId = int
+
+
+@dataclass(eq=False)
+class AllocatedSlot:
+    """A slot of a TaskExecutor that was offered to and accepted by this JobMaster."""
+
+    allocation_id: AllocationID
+    resource_id: ResourceID
+    task_executor_address: str
+    slot_index: int
+    #: the request using it, or None while idle
+    request_id: SlotRequestId | None = None
+    #: monotonic seconds since when it is idle
+    idle_since: float | None = None
+
+    @property
+    def is_free(self) -> bool:
+        return self.request_id is None
+
+
+class DeclarativeSlotPool:
+    """Owned slots and pending slot requests of one job."""
+
+    def __init__(self) -> None:
+        self._slots: dict[AllocationID, AllocatedSlot] = {}
+        self._pending: dict[SlotRequestId, None] = {}  # insertion-ordered FIFO
+
+    # ---- queries -------------------------------------------------------------------------------
+
+    def slots(self) -> list[AllocatedSlot]:
+        return list(self._slots.values())
+
+    def slot(self, allocation_id: AllocationID) -> AllocatedSlot | None:
+        return self._slots.get(allocation_id)
+
+    def total_slots(self) -> int:
+        return len(self._slots)
+
+    def free_slots(self) -> list[AllocatedSlot]:
+        return [s for s in self._slots.values() if s.is_free]
+
+    def slots_in_use(self) -> int:
+        return sum(1 for s in self._slots.values() if not s.is_free)
+
+    def pending_requests(self) -> list[SlotRequestId]:
+        return list(self._pending)
+
+    def required_slots(self) -> int:
+        """What to declare to the ResourceManager: waiting requests + slots in use."""
+        return len(self._pending) + self.slots_in_use()
+
+    # ---- requests ------------------------------------------------------------------------------
+
+    def request_slot(self, request_id: SlotRequestId) -> AllocatedSlot | None:
+        """Assign a free slot to ``request_id`` now, or queue the request."""
+        for slot in self._slots.values():
+            if slot.is_free:
+                slot.request_id = request_id
+                slot.idle_since = None
+                return slot
+        self._pending[request_id] = None
+        return None
+
+    def cancel_request(self, request_id: SlotRequestId) -> None:
+        """Forget a waiting request (its executions were cancelled)."""
+        self._pending.pop(request_id, None)
+
+    def release_slot(self, request_id: SlotRequestId, now: float) -> AllocatedSlot | None:
+        """The request's executions are done: its slot becomes idle (stays owned)."""
+        for slot in self._slots.values():
+            if slot.request_id == request_id:
+                slot.request_id = None
+                slot.idle_since = now
+                return slot
+        self._pending.pop(request_id, None)
+        return None
+
+    def assign_pending(self) -> list[tuple[SlotRequestId, AllocatedSlot]]:
+        """Give free slots to waiting requests, oldest request first."""
+        out: list[tuple[SlotRequestId, AllocatedSlot]] = []
+        for slot in self._slots.values():
+            if not self._pending:
+                break
+            if slot.is_free:
+                request_id = next(iter(self._pending))
+                del self._pending[request_id]
+                slot.request_id = request_id
+                slot.idle_since = None
+                out.append((request_id, slot))
+        return out
+
+    # ---- slots ---------------------------------------------------------------------------------
+
+    def offer_slots(
+        self,
+        resource_id: ResourceID,
+        task_executor_address: str,
+        offers: Iterable[SlotOffer],
+        now: float,
+    ) -> tuple[SlotOffer, ...]:
+        """Accept the offers this job needs (owned ones again); returns the accepted offers.
+
+        New slots are accepted while ``waiting requests > free slots``; accepted slots start idle,
+        call ``assign_pending`` afterwards.
+        """
+        accepted: list[SlotOffer] = []
+        for offer in offers:
+            owned = self._slots.get(offer.allocation_id)
+            if owned is not None:
+                if owned.resource_id == resource_id:
+                    accepted.append(offer)
+                continue
+            if len(self._pending) > len(self.free_slots()):
+                self._slots[offer.allocation_id] = AllocatedSlot(
+                    offer.allocation_id, resource_id, task_executor_address, offer.slot_index,
+                    idle_since=now,
+                )
+                accepted.append(offer)
+        return tuple(accepted)
+
+    def remove_slot(self, allocation_id: AllocationID) -> AllocatedSlot | None:
+        """The slot is gone (freed by its TaskExecutor, failed, or returned by us)."""
+        return self._slots.pop(allocation_id, None)
+
+    def remove_task_manager(self, resource_id: ResourceID) -> list[AllocatedSlot]:
+        """All slots of a lost TaskExecutor; returns them (with the requests they served)."""
+        lost = [s for s in self._slots.values() if s.resource_id == resource_id]
+        for s in lost:
+            del self._slots[s.allocation_id]
+        return lost
+
+    def release_idle_slots(self, now: float, idle_timeout_s: float) -> list[AllocatedSlot]:
+        """Remove and return the slots idle for at least ``idle_timeout_s``."""
+        out = [
+            s for s in self._slots.values()
+            if s.is_free and s.idle_since is not None and now - s.idle_since >= idle_timeout_s - 1e-9
+        ]
+        for s in out:
+            del self._slots[s.allocation_id]
+        return out
+
+    def next_idle_deadline(self, idle_timeout_s: float) -> float | None:
+        """When the next idle slot times out (monotonic seconds), or None."""
+        times = [s.idle_since for s in self._slots.values() if s.is_free and s.idle_since is not None]
+        return min(times) + idle_timeout_s if times else None
+
+    def release_all(self) -> list[AllocatedSlot]:
+        """The job ended: forget every slot and request; returns the slots to free."""
+        out = list(self._slots.values())
+        self._slots.clear()
+        self._pending.clear()
+        return out
+
+    def validate(self) -> None:
+        used = [s.request_id for s in self._slots.values() if s.request_id is not None]
+        assert len(used) == len(set(used)), f"a request holds two slots: {used}"
+        assert not set(used) & set(self._pending), "a request is both pending and assigned"
+        if self._pending:
+            assert not self.free_slots(), "a free slot while requests are waiting"
+        for s in self._slots.values():
+            assert (s.idle_since is None) != s.is_free, f"slot {s.allocation_id}: idle_since mismatch"

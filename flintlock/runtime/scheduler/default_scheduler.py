@@ -1,0 +1,731 @@
+"""DefaultScheduler: the JobMaster's pure scheduling core (``events in -> commands out``).
+
+Follows Flink ``DefaultScheduler`` + ``DefaultExecutionDeployer`` + ``ExecutionFailureHandler``
+(fact sheet 5.1, 7.2, 8.3), as a synchronous state machine in the style of dask's
+``WorkerState``: the JobMaster feeds it ``Event``s (``handle``) and slot offers (``offer_slots``) on
+its mailbox and carries out the returned ``Command``s. No asyncio, no I/O; time comes from the
+injected clock (``monotonic()`` seconds, ``now_ms()`` epoch ms).
+
+Life of a region (one bulk):
+  strategy says schedule -> executions CREATED->SCHEDULED -> one slot request per shared slot
+  (same slot sharing group + same subtask index) -> when every request of the bulk has a slot, each
+  execution goes DEPLOYING and a ``DeployTask`` is emitted. A slot is released back to the pool
+  (idle) when all executions sharing it are terminal, so in BATCH the next region reuses it.
+
+Failures: a FAILED task asks the restart back-off strategy; if it allows, the failover strategy's
+vertex set is cancelled and, after the back-off and once all of them are terminal, reset to new
+attempts and rescheduled (job RUNNING -> RESTARTING -> RUNNING). Otherwise the job goes FAILING, the
+other executions are cancelled, sinks are aborted and the job ends FAILED with the root cause.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from flintlock.config import options
+from flintlock.config.configuration import Configuration
+from flintlock.runtime.executiongraph.archived import ExceptionHistoryEntry, JobResult
+from flintlock.runtime.executiongraph.execution import Execution, SlotAssignment
+from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
+from flintlock.runtime.executiongraph.failover.failover_strategy import failover_strategy_for
+from flintlock.runtime.executiongraph.failover.pipelined_regions import build_pipelined_regions
+from flintlock.runtime.executiongraph.failover.restart_backoff import (
+    RestartBackoffTimeStrategy,
+    restart_backoff_from_configuration,
+)
+from flintlock.runtime.ids import (
+    ExecutionAttemptID,
+    ExecutionVertexID,
+    IntermediateResultPartitionID,
+    JobVertexID,
+    ResourceID,
+)
+from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus
+from flintlock.runtime.jobmaster.slotpool.declarative_slot_pool import (
+    AllocatedSlot,
+    DeclarativeSlotPool,
+    SlotRequestId,
+)
+from flintlock.runtime.scheduler.accumulators import merge_accumulators
+from flintlock.runtime.scheduler.exceptions import (
+    NoResourceAvailableException,
+    TaskManagerLostException,
+)
+from flintlock.runtime.scheduler.messages import (
+    CancelJob,
+    CancelTask,
+    CancelTaskFailed,
+    Command,
+    DeclareResources,
+    DeploymentFailed,
+    DeployTask,
+    Event,
+    FailJob,
+    FinalizeSinks,
+    FreeSlot,
+    IdleSlotCheck,
+    JobTerminated,
+    ReleasePartitions,
+    RestartDelayElapsed,
+    ScheduleTimer,
+    SinksFinalized,
+    SlotLost,
+    SlotRequestTimeoutCheck,
+    StartScheduling,
+    TaskExecutionStateChanged,
+    TaskManagerLost,
+)
+from flintlock.runtime.scheduler.strategy import PipelinedRegionSchedulingStrategy, ScheduleRegion
+from flintlock.runtime.scheduler.tdd_factory import (
+    MissingPartitionLocation,
+    create_task_deployment_descriptor,
+)
+from flintlock.runtime.taskexecutor.gateway import SlotOffer
+from flintlock.runtime.taskmanager.task_execution_state import SerializedError, TaskExecutionState
+
+__all__ = ["DefaultScheduler", "SchedulerClock"]
+
+log = logging.getLogger(__name__)
+
+_ACTIVE = (ExecutionState.DEPLOYING, ExecutionState.INITIALIZING, ExecutionState.RUNNING)
+_APPLICATION_STATUS = {
+    JobStatus.FINISHED: "SUCCEEDED",
+    JobStatus.FAILED: "FAILED",
+    JobStatus.CANCELED: "CANCELED",
+}
+
+
+class SchedulerClock(Protocol):
+    def monotonic(self) -> float: ...
+
+    def now_ms(self) -> int: ...
+
+
+@dataclass(eq=False)
+class _SharedSlotRequest:
+    """One slot for the executions of one slot sharing group and subtask index in one bulk."""
+
+    id: SlotRequestId
+    bulk_id: int
+    members: set[ExecutionAttemptID]
+    slot: AllocatedSlot | None = None
+
+
+@dataclass(eq=False)
+class _Bulk:
+    """The slot requests of one scheduled region; deployed when all have a slot."""
+
+    id: int
+    requests: list[SlotRequestId]
+    #: monotonic seconds since the bulk cannot be fulfilled even with every owned slot
+    unfulfillable_since: float | None = None
+
+
+@dataclass(eq=False)
+class _PendingRestart:
+    id: int
+    vertices: set[ExecutionVertexID]
+    delay_elapsed: bool = False
+
+
+@dataclass
+class _Counters:
+    requests: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    bulks: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    restarts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+
+class DefaultScheduler:
+    """Schedules, deploys, fails over and finishes one job.
+
+    Args:
+        graph: the job's ExecutionGraph (status CREATED).
+        configuration: effective job configuration (cluster config overlaid with the job's keys).
+        clock: ``monotonic()`` and ``now_ms()``.
+        restart_backoff: overrides the strategy from ``restart-strategy.type``.
+        validate: run ``validate()`` after every event (tests).
+    """
+
+    def __init__(
+        self,
+        graph: ExecutionGraph,
+        configuration: Configuration,
+        clock: SchedulerClock,
+        restart_backoff: RestartBackoffTimeStrategy | None = None,
+        validate: bool = False,
+    ) -> None:
+        self.graph = graph
+        self.configuration = configuration
+        self.clock = clock
+        self.regions = build_pipelined_regions(graph)
+        self.strategy = PipelinedRegionSchedulingStrategy(self.regions, self._partition_finished)
+        self.failover_strategy = failover_strategy_for(
+            configuration.get(options.FAILOVER_STRATEGY),
+            self.regions,
+            self._partition_available,
+            graph.vertex_state,
+        )
+        self.restart_backoff = restart_backoff or restart_backoff_from_configuration(configuration)
+        self.slot_request_timeout_s: float = configuration.get(options.SLOT_REQUEST_TIMEOUT)
+        self.slot_idle_timeout_s: float = configuration.get(options.SLOT_IDLE_TIMEOUT)
+        self.pool = DeclarativeSlotPool()
+        self.splits: Mapping[JobVertexID, list[list[Any]]] = {}
+        self.job_configuration = dict(graph.job_graph.configuration)
+        self._validate = validate
+        self._ids = _Counters()
+        self._requests: dict[SlotRequestId, _SharedSlotRequest] = {}
+        self._request_of: dict[ExecutionAttemptID, SlotRequestId] = {}
+        self._bulks: dict[int, _Bulk] = {}
+        self._restarts: dict[int, _PendingRestart] = {}
+        self._declared = 0
+        self._idle_check_at: float | None = None
+        #: None, "commit" or "abort" while a FinalizeSinks runs
+        self.sink_phase: str | None = None
+        self.terminated = False
+        self._out: list[Command] = []
+
+    # ---- entry points --------------------------------------------------------------------------
+
+    def handle(self, event: Event) -> list[Command]:
+        """Process one event; returns the commands to carry out, in order."""
+        self._out = []
+        if not self.terminated:
+            self._handle(event)
+            self._sync()
+        if self._validate:
+            self.validate()
+        out, self._out = self._out, []
+        return out
+
+    def offer_slots(
+        self, resource_id: ResourceID, task_executor_address: str, offers: tuple[SlotOffer, ...]
+    ) -> tuple[tuple[SlotOffer, ...], list[Command]]:
+        """A TaskExecutor offers slots; returns the accepted offers and the resulting commands."""
+        self._out = []
+        accepted: tuple[SlotOffer, ...] = ()
+        if not self.terminated and not self.graph.state.is_terminal():
+            accepted = self.pool.offer_slots(
+                resource_id, task_executor_address, offers, self.clock.monotonic()
+            )
+            self._assign_pending_and_deploy()
+            self._sync()
+        if self._validate:
+            self.validate()
+        out, self._out = self._out, []
+        return accepted, out
+
+    def pending_slot_requests(self) -> int:
+        return len(self.pool.pending_requests())
+
+    def _partition_finished(self, partition_id: IntermediateResultPartitionID) -> bool:
+        return self.graph.partitions[partition_id].finished
+
+    def _partition_available(self, partition_id: IntermediateResultPartitionID) -> bool:
+        """Finished and still stored (PartitionNotFound causes are handled by the strategy)."""
+        partition = self.graph.partitions[partition_id]
+        return partition.finished and partition.location is not None
+
+    # ---- event handlers ------------------------------------------------------------------------
+
+    @functools.singledispatchmethod
+    def _handle(self, event: Event) -> None:
+        raise TypeError(f"unknown scheduler event {event!r}")
+
+    @_handle.register
+    def _(self, event: StartScheduling) -> None:
+        if self.graph.state is not JobStatus.CREATED:
+            return
+        self.splits = event.splits
+        self.graph.transition_to(JobStatus.RUNNING, "start scheduling")
+        self._schedule(self.strategy.start_scheduling())
+
+    @_handle.register
+    def _(self, event: TaskExecutionStateChanged) -> None:
+        self._update_task_state(event.state)
+
+    @_handle.register
+    def _(self, event: TaskManagerLost) -> None:
+        for slot in self.pool.remove_task_manager(event.resource_id):
+            self._fail_slot_members(slot, f"TaskManager {event.resource_id} is lost: {event.cause}")
+
+    @_handle.register
+    def _(self, event: SlotLost) -> None:
+        slot = self.pool.slot(event.allocation_id)
+        if slot is None or slot.resource_id != event.resource_id:
+            return
+        self.pool.remove_slot(event.allocation_id)
+        self._fail_slot_members(
+            slot, f"Slot {event.allocation_id} of TaskManager {event.resource_id} was lost: {event.cause}"
+        )
+
+    @_handle.register
+    def _(self, event: DeploymentFailed) -> None:
+        execution = self.graph.find_current_execution(event.attempt_id)
+        if execution is not None:
+            self._fail_execution(execution, event.error)
+
+    @_handle.register
+    def _(self, event: CancelTaskFailed) -> None:
+        execution = self.graph.find_current_execution(event.attempt_id)
+        if execution is not None and execution.state is ExecutionState.CANCELING:
+            self._transition(execution, ExecutionState.CANCELED, f"cancel call failed: {event.error.short()}")
+            self._on_terminal(execution)
+
+    @_handle.register
+    def _(self, event: CancelJob) -> None:
+        state = self.graph.state
+        if state.is_terminal() or state is JobStatus.CANCELLING or self.sink_phase == "commit":
+            return
+        self.graph.transition_to(JobStatus.CANCELLING, "cancel requested")
+        self._restarts.clear()
+        self._cancel_all()
+        self._check_global_termination()
+
+    @_handle.register
+    def _(self, event: FailJob) -> None:
+        self._fail_job(ExceptionHistoryEntry(event.error, self.clock.now_ms()))
+
+    @_handle.register
+    def _(self, event: SinksFinalized) -> None:
+        phase, self.sink_phase = self.sink_phase, None
+        if phase == "commit":
+            if event.error is None:
+                self._terminate(JobStatus.FINISHED)
+            else:
+                self._fail_job(ExceptionHistoryEntry(event.error, self.clock.now_ms()))
+        elif phase == "abort":
+            if event.error is not None:
+                log.warning("job %s: aborting sinks failed: %s", self.graph.job_id, event.error.short())
+            self._terminate(
+                JobStatus.CANCELED if self.graph.state is JobStatus.CANCELLING else JobStatus.FAILED
+            )
+
+    @_handle.register
+    def _(self, event: SlotRequestTimeoutCheck) -> None:
+        bulk = self._bulks.get(event.bulk_id)
+        if bulk is None or bulk.unfulfillable_since is None:
+            return
+        elapsed = self.clock.monotonic() - bulk.unfulfillable_since
+        if elapsed + 1e-9 < self.slot_request_timeout_s:
+            self._out.append(
+                ScheduleTimer(self.slot_request_timeout_s - elapsed, SlotRequestTimeoutCheck(bulk.id))
+            )
+            return
+        needed = len(bulk.requests)
+        owned = self.pool.total_slots()
+        message = (
+            f"Could not acquire the minimum required resources: the job needs {needed} slot(s) at "
+            f"once, the cluster offered {owned} slot(s) within "
+            f"slot.request.timeout={self.slot_request_timeout_s:g}s "
+            f"({len(self.pool.pending_requests())} slot request(s) pending). Add TaskManagers or "
+            "slots (taskmanager.numberOfTaskSlots), or lower the parallelism."
+        )
+        error = SerializedError.from_exception(NoResourceAvailableException(message), non_recoverable=True)
+        self._fail_job(ExceptionHistoryEntry(error, self.clock.now_ms()))
+
+    @_handle.register
+    def _(self, event: IdleSlotCheck) -> None:
+        self._idle_check_at = None
+        for slot in self.pool.release_idle_slots(self.clock.monotonic(), self.slot_idle_timeout_s):
+            self._out.append(
+                FreeSlot(slot.task_executor_address, slot.allocation_id, "slot idle timeout")
+            )
+
+    @_handle.register
+    def _(self, event: RestartDelayElapsed) -> None:
+        restart = self._restarts.get(event.restart_id)
+        if restart is not None:
+            restart.delay_elapsed = True
+            self._try_complete_restarts()
+
+    # ---- task state updates --------------------------------------------------------------------
+
+    def _update_task_state(self, report: TaskExecutionState) -> None:
+        execution = self.graph.find_current_execution(report.attempt_id)
+        if execution is None or execution.is_terminal():
+            log.debug("ignoring %s of unknown or terminal attempt %s", report.state, report.attempt_id)
+            return
+        if report.task_manager:
+            execution.task_manager = report.task_manager
+        target = report.state
+        if target is execution.state:
+            return
+        if execution.state is ExecutionState.CANCELING:
+            if target in (ExecutionState.FINISHED, ExecutionState.FAILED, ExecutionState.CANCELED):
+                self._transition(execution, ExecutionState.CANCELED, f"reported {target.name} while cancelling")
+                self._on_terminal(execution)
+            return
+        if target is ExecutionState.FINISHED:
+            self._transition(execution, ExecutionState.FINISHED)
+            self.graph.mark_finished(execution, report.result)
+            self._on_terminal(execution)
+        elif target is ExecutionState.FAILED:
+            error = report.error or SerializedError("UnknownError", "task failed without an error")
+            self._fail_execution(execution, error)
+        elif target is ExecutionState.CANCELED:
+            # cancelled without being asked: counts as a failure of the task
+            self._fail_execution(
+                execution,
+                SerializedError("TaskCancelledUnexpectedly", f"{execution.task_name_with_subtask()} was cancelled"),
+                target=ExecutionState.CANCELED,
+            )
+        else:
+            self._transition(execution, target, "reported")
+
+    # ---- scheduling and deployment -------------------------------------------------------------
+
+    def _schedule(self, commands: list[ScheduleRegion]) -> None:
+        for command in commands:
+            self._allocate_slots_and_deploy(command.vertices)
+
+    def _allocate_slots_and_deploy(self, vertex_ids: tuple[ExecutionVertexID, ...]) -> None:
+        executions = [self.graph.vertex(v).current_execution for v in vertex_ids]
+        for e in executions:
+            self._transition(e, ExecutionState.SCHEDULED, "region scheduled")
+        groups: dict[tuple[str, int], list[Execution]] = {}
+        for e in executions:
+            ssg = self.graph.vertex(e.attempt_id.execution_vertex_id).job_vertex.job_vertex.slot_sharing_group
+            groups.setdefault((ssg, e.subtask_index), []).append(e)
+        bulk = _Bulk(next(self._ids.bulks), [])
+        self._bulks[bulk.id] = bulk
+        for members in groups.values():
+            request = _SharedSlotRequest(
+                next(self._ids.requests), bulk.id, {e.attempt_id for e in members}
+            )
+            self._requests[request.id] = request
+            bulk.requests.append(request.id)
+            for e in members:
+                self._request_of[e.attempt_id] = request.id
+            slot = self.pool.request_slot(request.id)
+            if slot is not None:
+                self._assign(request, slot)
+        self._deploy_ready_bulks()
+
+    def _assign(self, request: _SharedSlotRequest, slot: AllocatedSlot) -> None:
+        request.slot = slot
+        assignment = SlotAssignment(slot.allocation_id, slot.resource_id, slot.task_executor_address)
+        for attempt in request.members:
+            execution = self.graph.find_current_execution(attempt)
+            if execution is not None:
+                execution.slot = assignment
+
+    def _assign_pending_and_deploy(self) -> None:
+        for request_id, slot in self.pool.assign_pending():
+            self._assign(self._requests[request_id], slot)
+        self._deploy_ready_bulks()
+
+    def _deploy_ready_bulks(self) -> None:
+        for bulk in list(self._bulks.values()):
+            if bulk.id not in self._bulks or any(self._requests[r].slot is None for r in bulk.requests):
+                continue
+            del self._bulks[bulk.id]
+            for request_id in bulk.requests:
+                request = self._requests[request_id]
+                for attempt in sorted(request.members, key=_attempt_order(self.graph)):
+                    execution = self.graph.find_current_execution(attempt)
+                    if execution is not None and execution.state is ExecutionState.SCHEDULED:
+                        self._deploy(execution)
+
+    def _deploy(self, execution: Execution) -> None:
+        vertex = self.graph.vertex(execution.attempt_id.execution_vertex_id)
+        assert execution.slot is not None
+        splits_of_vertex = self.splits.get(vertex.job_vertex.id)
+        splits = splits_of_vertex[vertex.subtask_index] if splits_of_vertex else []
+        try:
+            tdd = create_task_deployment_descriptor(
+                self.graph, vertex, execution, execution.slot.allocation_id, splits, self.job_configuration
+            )
+        except MissingPartitionLocation as exc:
+            self._fail_execution(execution, SerializedError.from_exception(exc, non_recoverable=True))
+            return
+        self._transition(execution, ExecutionState.DEPLOYING, f"slot {execution.slot.allocation_id}")
+        self._out.append(DeployTask(execution.slot.task_executor_address, tdd))
+
+    # ---- terminal executions and slots ---------------------------------------------------------
+
+    def _transition(self, execution: Execution, target: ExecutionState, cause: str = "") -> None:
+        self.graph.transition_execution(execution, target, cause)
+
+    def _release_slot_share(self, execution: Execution) -> None:
+        request_id = self._request_of.pop(execution.attempt_id, None)
+        if request_id is None:
+            return
+        request = self._requests[request_id]
+        request.members.discard(execution.attempt_id)
+        if request.members:
+            return
+        del self._requests[request_id]
+        bulk = self._bulks.get(request.bulk_id)
+        if bulk is not None:
+            bulk.requests.remove(request_id)
+            if not bulk.requests:
+                del self._bulks[bulk.id]
+        if request.slot is not None:
+            self.pool.release_slot(request_id, self.clock.monotonic())
+        else:
+            self.pool.cancel_request(request_id)
+
+    def _on_terminal(self, execution: Execution) -> None:
+        """An attempt became terminal: free its slot share, then let the job make progress."""
+        self._release_slot_share(execution)
+        self._assign_pending_and_deploy()
+        if execution.state is ExecutionState.FINISHED and self.graph.state in (
+            JobStatus.RUNNING, JobStatus.RESTARTING
+        ):
+            self._schedule(self.strategy.on_execution_finished(execution.attempt_id.execution_vertex_id))
+            if self.graph.all_finished() and self.sink_phase is None:
+                self._finish()
+        self._try_complete_restarts()
+        self._check_global_termination()
+
+    def _fail_slot_members(self, slot: AllocatedSlot, message: str) -> None:
+        if slot.request_id is None:
+            return
+        request = self._requests.get(slot.request_id)
+        if request is None:
+            return
+        request.slot = None
+        error = SerializedError.from_exception(TaskManagerLostException(message))
+        for attempt in sorted(request.members, key=_attempt_order(self.graph)):
+            execution = self.graph.find_current_execution(attempt)
+            if execution is not None:
+                self._fail_execution(execution, error)
+
+    def _fail_execution(
+        self, execution: Execution, error: SerializedError, target: ExecutionState = ExecutionState.FAILED
+    ) -> None:
+        if execution.is_terminal():
+            return
+        if execution.state is ExecutionState.CANCELING:
+            self._transition(execution, ExecutionState.CANCELED, f"failed while cancelling: {error.short()}")
+            self._on_terminal(execution)
+            return
+        self._transition(execution, target, error.short())
+        execution.failure = error
+        entry = ExceptionHistoryEntry(
+            error=error,
+            timestamp_ms=self.clock.now_ms(),
+            task_name=execution.task_name_with_subtask(),
+            location=execution.location(),
+            attempt_id=execution.attempt_id,
+        )
+        self.graph.record_failure(entry)
+        self._release_slot_share(execution)
+        self._handle_task_failure(execution, entry)
+        self._on_terminal(execution)
+
+    # ---- failure handling ----------------------------------------------------------------------
+
+    def _handle_task_failure(self, execution: Execution, entry: ExceptionHistoryEntry) -> None:
+        """Flink ``ExecutionFailureHandler``: restart what the failover strategy says, or fail."""
+        if self.graph.state not in (JobStatus.RUNNING, JobStatus.RESTARTING):
+            return
+        now = self.clock.monotonic()
+        if entry.error.non_recoverable:
+            self._fail_job(entry)
+            return
+        new_attempt = self.restart_backoff.notify_failure(now)
+        if not self.restart_backoff.can_restart(now):
+            log.info(
+                "job %s: recovery is suppressed by %s", self.graph.job_id, self.restart_backoff.describe()
+            )
+            self._fail_job(entry)
+            return
+        vertex_id = execution.attempt_id.execution_vertex_id
+        vertices = self.failover_strategy.tasks_needing_restart(vertex_id, entry.error) | {vertex_id}
+        if new_attempt:
+            self.graph.number_of_restarts += 1
+        self._restart_tasks(vertices, self.restart_backoff.backoff_time_s(now))
+
+    def _restart_tasks(self, vertices: set[ExecutionVertexID], delay_s: float) -> None:
+        already = {v for r in self._restarts.values() for v in r.vertices}
+        vertices = vertices - already
+        if not vertices:
+            return
+        if self.graph.state is JobStatus.RUNNING:
+            self.graph.transition_to(JobStatus.RESTARTING, f"restarting {len(vertices)} subtask(s)")
+        restart = _PendingRestart(next(self._ids.restarts), set(vertices))
+        self._restarts[restart.id] = restart
+        for v in sorted(vertices, key=_vertex_order(self.graph)):
+            self._cancel_execution(self.graph.vertex(v).current_execution)
+        self._out.append(ScheduleTimer(delay_s, RestartDelayElapsed(restart.id)))
+
+    def _try_complete_restarts(self) -> None:
+        for restart in list(self._restarts.values()):
+            if not restart.delay_elapsed:
+                continue
+            if not all(self.graph.vertex(v).current_execution.is_terminal() for v in restart.vertices):
+                continue
+            del self._restarts[restart.id]
+            now_ms = self.clock.now_ms()
+            ordered = sorted(restart.vertices, key=_vertex_order(self.graph))
+            for v in ordered:
+                self.graph.vertex(v).reset_for_new_execution(now_ms)
+            if not self._restarts and self.graph.state is JobStatus.RESTARTING:
+                self.graph.transition_to(JobStatus.RUNNING, "restarted")
+            self._schedule(self.strategy.restart_tasks(ordered))
+
+    def _fail_job(self, entry: ExceptionHistoryEntry) -> None:
+        """Unrecoverable failure: FAILING, cancel everything, then FAILED (after sink abort)."""
+        state = self.graph.state
+        if state.is_terminal() or state in (JobStatus.FAILING, JobStatus.CANCELLING):
+            return
+        self.graph.failure_info = entry
+        if entry not in self.graph.exception_history:
+            self.graph.record_failure(entry)
+        self.graph.transition_to(JobStatus.FAILING, entry.error.short())
+        self._restarts.clear()
+        self._cancel_all()
+        self._check_global_termination()
+
+    def _cancel_all(self) -> None:
+        for execution in list(self.graph.current_executions()):
+            self._cancel_execution(execution)
+
+    def _cancel_execution(self, execution: Execution) -> None:
+        """Flink ``Execution.cancel``: not deployed -> CANCELED; deployed -> CANCELING + RPC."""
+        if execution.is_terminal() or execution.state is ExecutionState.CANCELING:
+            return
+        if execution.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
+            self._transition(execution, ExecutionState.CANCELED, "cancelled before deployment")
+            self._release_slot_share(execution)
+            return
+        self._transition(execution, ExecutionState.CANCELING)
+        assert execution.slot is not None
+        self._out.append(CancelTask(execution.slot.task_executor_address, execution.attempt_id))
+
+    def _check_global_termination(self) -> None:
+        if self.graph.state not in (JobStatus.FAILING, JobStatus.CANCELLING):
+            return
+        if self.sink_phase is not None or not self.graph.all_terminal():
+            return
+        work = self._sink_work(commit=False)
+        if work:
+            self.sink_phase = "abort"
+            self._out.append(FinalizeSinks(False, work))
+        else:
+            self._terminate(
+                JobStatus.CANCELED if self.graph.state is JobStatus.CANCELLING else JobStatus.FAILED
+            )
+
+    # ---- finishing -----------------------------------------------------------------------------
+
+    def _finish(self) -> None:
+        """Every subtask FINISHED: commit the sinks, then the job is FINISHED."""
+        work = self._sink_work(commit=True)
+        if work:
+            self.sink_phase = "commit"
+            self._out.append(FinalizeSinks(True, work))
+        else:
+            self._terminate(JobStatus.FINISHED)
+
+    def _sink_work(self, commit: bool) -> tuple[tuple[Any, tuple[Any, ...]], ...]:
+        work: list[tuple[Any, tuple[Any, ...]]] = []
+        for ejv in self.graph.job_vertices.values():
+            for k, sink in enumerate(ejv.job_vertex.sinks):
+                committables: list[Any] = []
+                for v in ejv.task_vertices:
+                    attempts = [v.current_execution] if commit else [*v.prior_executions, v.current_execution]
+                    for e in attempts:
+                        if e.result is not None and k in e.result.committables:
+                            committables.append(e.result.committables[k])
+                work.append((sink, tuple(committables)))
+        return tuple(work)
+
+    def _terminate(self, status: JobStatus) -> None:
+        if self.terminated:
+            return
+        self.graph.transition_to(status)
+        self.terminated = True
+        self._bulks.clear()
+        self._restarts.clear()
+        # release stored partitions on the TaskExecutors that hold them
+        by_address: dict[str, list[IntermediateResultPartitionID]] = {}
+        for v in self.graph.execution_vertices():
+            for e in [*v.prior_executions, v.current_execution]:
+                if e.state is ExecutionState.FINISHED and e.slot is not None and v.produced_partitions:
+                    ids = by_address.setdefault(e.slot.task_executor_address, [])
+                    ids.extend(p.id for p in v.produced_partitions if p.id not in ids)
+        for address, ids in by_address.items():
+            self._out.append(ReleasePartitions(address, tuple(ids)))
+        for slot in self.pool.release_all():
+            self._out.append(FreeSlot(slot.task_executor_address, slot.allocation_id, f"job {status.name}"))
+        self._out.append(JobTerminated(self.job_result()))
+
+    def job_result(self) -> JobResult:
+        graph = self.graph
+        timestamps = graph.state_timestamps
+        start = timestamps.get(JobStatus.INITIALIZING, timestamps.get(JobStatus.CREATED, 0))
+        end = timestamps.get(graph.state, self.clock.now_ms())
+        finished = [
+            e.result.accumulators
+            for e in graph.current_executions()
+            if e.state is ExecutionState.FINISHED and e.result is not None
+        ]
+        return JobResult(
+            job_id=graph.job_graph.job_id,
+            job_name=graph.job_graph.name,
+            application_status=_APPLICATION_STATUS.get(graph.state, "UNKNOWN"),
+            net_runtime_ms=max(0, end - start),
+            accumulator_results=merge_accumulators(finished),
+            failure=graph.failure_info if graph.state is JobStatus.FAILED else None,
+        )
+
+    # ---- bookkeeping after every step ----------------------------------------------------------
+
+    def _sync(self) -> None:
+        if self.terminated:
+            return
+        required = self.pool.required_slots()
+        if required != self._declared:
+            self._declared = required
+            self._out.append(DeclareResources(required))
+        now = self.clock.monotonic()
+        owned = self.pool.total_slots()
+        for bulk in self._bulks.values():
+            if len(bulk.requests) <= owned:
+                bulk.unfulfillable_since = None
+            elif bulk.unfulfillable_since is None:
+                bulk.unfulfillable_since = now
+                self._out.append(ScheduleTimer(self.slot_request_timeout_s, SlotRequestTimeoutCheck(bulk.id)))
+        deadline = self.pool.next_idle_deadline(self.slot_idle_timeout_s)
+        if deadline is not None and (self._idle_check_at is None or deadline < self._idle_check_at):
+            self._idle_check_at = deadline
+            self._out.append(ScheduleTimer(max(0.0, deadline - now), IdleSlotCheck()))
+
+    def validate(self) -> None:
+        """Check invariants of the graph, the pool and the bookkeeping between them."""
+        self.graph.validate()
+        self.pool.validate()
+        self.strategy.validate()
+        for attempt, request_id in self._request_of.items():
+            request = self._requests[request_id]
+            assert attempt in request.members
+            execution = self.graph.find_current_execution(attempt)
+            assert execution is not None and not execution.is_terminal(), (
+                f"{attempt}: holds a slot request but is not a live current attempt"
+            )
+        for request in self._requests.values():
+            if request.slot is not None:
+                assert request.slot.request_id == request.id, f"request {request.id}: slot mismatch"
+        for e in self.graph.current_executions():
+            if e.state in (*_ACTIVE, ExecutionState.CANCELING):
+                assert e.slot is not None, f"{e}: deployed without a slot"
+        if self.terminated:
+            assert self.graph.state.is_globally_terminal()
+            assert self.pool.total_slots() == 0
+
+
+def _attempt_order(graph: ExecutionGraph) -> Any:
+    order = {v: i for i, v in enumerate(graph.execution_vertex_ids())}
+    return lambda attempt: order[attempt.execution_vertex_id]
+
+
+def _vertex_order(graph: ExecutionGraph) -> Any:
+    order = {v: i for i, v in enumerate(graph.execution_vertex_ids())}
+    return order.__getitem__

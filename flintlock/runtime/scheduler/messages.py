@@ -1,0 +1,212 @@
+"""Events into and commands out of the scheduler core (``DefaultScheduler``).
+
+Events read as facts, commands as orders (STYLE D1). The JobMaster (the async shell) turns RPCs,
+timers and finished background work into events, and carries out the commands the core returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from flintlock.runtime.deployment import TaskDeploymentDescriptor
+from flintlock.runtime.executiongraph.archived import JobResult
+from flintlock.runtime.ids import (
+    AllocationID,
+    ExecutionAttemptID,
+    IntermediateResultPartitionID,
+    JobVertexID,
+    ResourceID,
+)
+from flintlock.runtime.taskmanager.task_execution_state import SerializedError, TaskExecutionState
+
+__all__ = [
+    "CancelJob",
+    "CancelTask",
+    "CancelTaskFailed",
+    "Command",
+    "DeclareResources",
+    "DeployTask",
+    "DeploymentFailed",
+    "Event",
+    "FailJob",
+    "FinalizeSinks",
+    "FreeSlot",
+    "IdleSlotCheck",
+    "JobTerminated",
+    "ReleasePartitions",
+    "RestartDelayElapsed",
+    "ScheduleTimer",
+    "SinksFinalized",
+    "SlotLost",
+    "SlotRequestTimeoutCheck",
+    "StartScheduling",
+    "TaskExecutionStateChanged",
+    "TaskManagerLost",
+]
+
+
+# ---- events ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Event:
+    """Base of all scheduler events."""
+
+
+@dataclass(frozen=True)
+class StartScheduling(Event):
+    """Sinks are prepared and splits enumerated: job CREATED -> RUNNING, schedule source regions."""
+
+    splits: Mapping[JobVertexID, list[list[Any]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TaskExecutionStateChanged(Event):
+    """A TaskExecutor reported a state change of one attempt."""
+
+    state: TaskExecutionState
+
+
+@dataclass(frozen=True)
+class TaskManagerLost(Event):
+    """A TaskExecutor disconnected or its heartbeat timed out: its slots and tasks are gone."""
+
+    resource_id: ResourceID
+    cause: str
+
+
+@dataclass(frozen=True)
+class SlotLost(Event):
+    """One slot was freed by its TaskExecutor (``fail_slot``)."""
+
+    resource_id: ResourceID
+    allocation_id: AllocationID
+    cause: str
+
+
+@dataclass(frozen=True)
+class DeploymentFailed(Event):
+    """``submit_task`` failed for the attempt."""
+
+    attempt_id: ExecutionAttemptID
+    error: SerializedError
+
+
+@dataclass(frozen=True)
+class CancelTaskFailed(Event):
+    """``cancel_task`` could not reach the TaskExecutor: the attempt counts as cancelled."""
+
+    attempt_id: ExecutionAttemptID
+    error: SerializedError
+
+
+@dataclass(frozen=True)
+class CancelJob(Event):
+    """The user cancels the job."""
+
+
+@dataclass(frozen=True)
+class FailJob(Event):
+    """A global failure (sink preparation, split enumeration, a failed commit)."""
+
+    error: SerializedError
+
+
+@dataclass(frozen=True)
+class SinksFinalized(Event):
+    """``FinalizeSinks`` completed; ``error`` set when a commit/abort raised."""
+
+    error: SerializedError | None = None
+
+
+@dataclass(frozen=True)
+class SlotRequestTimeoutCheck(Event):
+    """Timer: check whether slot request bulk ``bulk_id`` has been unfulfillable too long."""
+
+    bulk_id: int
+
+
+@dataclass(frozen=True)
+class IdleSlotCheck(Event):
+    """Timer: return slots idle longer than ``slot.idle.timeout``."""
+
+
+@dataclass(frozen=True)
+class RestartDelayElapsed(Event):
+    """Timer: the back-off of pending restart ``restart_id`` elapsed."""
+
+    restart_id: int
+
+
+# ---- commands ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Command:
+    """Base of all scheduler commands."""
+
+
+@dataclass(frozen=True)
+class DeclareResources(Command):
+    """Tell the ResourceManager how many slots the job needs now."""
+
+    number_of_slots: int
+
+
+@dataclass(frozen=True)
+class DeployTask(Command):
+    """``TaskExecutorGateway.submit_task(tdd)`` at ``task_executor_address``."""
+
+    task_executor_address: str
+    tdd: TaskDeploymentDescriptor
+
+
+@dataclass(frozen=True)
+class CancelTask(Command):
+    """``TaskExecutorGateway.cancel_task(attempt_id)``."""
+
+    task_executor_address: str
+    attempt_id: ExecutionAttemptID
+
+
+@dataclass(frozen=True)
+class FreeSlot(Command):
+    """``TaskExecutorGateway.free_slot(allocation_id, cause)``."""
+
+    task_executor_address: str
+    allocation_id: AllocationID
+    cause: str
+
+
+@dataclass(frozen=True)
+class ReleasePartitions(Command):
+    """``TaskExecutorGateway.release_partitions(job_id, partition_ids)``."""
+
+    task_executor_address: str
+    partition_ids: tuple[IntermediateResultPartitionID, ...]
+
+
+@dataclass(frozen=True)
+class ScheduleTimer(Command):
+    """Feed ``event`` back into the core after ``delay_s`` seconds."""
+
+    delay_s: float
+    event: Event
+
+
+@dataclass(frozen=True)
+class FinalizeSinks(Command):
+    """Commit (job finished) or abort (failed/cancelled) sinks, off the mailbox; then report
+    ``SinksFinalized``. ``work`` is ``(sink, committables in subtask order)`` per sink."""
+
+    commit: bool
+    work: tuple[tuple[Any, tuple[Any, ...]], ...]
+
+
+@dataclass(frozen=True)
+class JobTerminated(Command):
+    """The job reached a globally terminal state; disconnect and report ``result``."""
+
+    result: JobResult

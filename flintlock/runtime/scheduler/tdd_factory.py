@@ -1,0 +1,96 @@
+"""Builds TaskDeploymentDescriptors from the ExecutionGraph (Flink ``TaskDeploymentDescriptorFactory``).
+
+Input gates list the producers' reported ``PartitionLocation``s (``TaskResult.partitions``, in output
+order of the producer vertex's results) and the subpartition range this subtask reads; produced
+partitions carry their number of subpartitions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from flintlock.runtime.deployment import (
+    InputGateDeploymentDescriptor,
+    PartitionLocation,
+    ResultPartitionDeploymentDescriptor,
+    TaskDeploymentDescriptor,
+)
+from flintlock.runtime.executiongraph.execution import Execution
+from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
+from flintlock.runtime.executiongraph.execution_vertex import ExecutionVertex
+from flintlock.runtime.ids import AllocationID
+
+__all__ = ["MissingPartitionLocation", "create_task_deployment_descriptor"]
+
+
+class MissingPartitionLocation(RuntimeError):
+    """A consumer is deployed but a producer finished without reporting where its partition is."""
+
+
+def create_task_deployment_descriptor(
+    graph: ExecutionGraph,
+    vertex: ExecutionVertex,
+    execution: Execution,
+    allocation_id: AllocationID,
+    splits: Sequence[Any] = (),
+    job_configuration: Mapping[str, str] | None = None,
+) -> TaskDeploymentDescriptor:
+    """The TDD of ``execution`` (an attempt of ``vertex``) in slot ``allocation_id``.
+
+    Raises:
+        MissingPartitionLocation: a BLOCKING input partition has no reported location.
+    """
+    jv = vertex.job_vertex.job_vertex
+    gates: list[InputGateDeploymentDescriptor] = []
+    for inp in vertex.inputs:
+        locations: list[PartitionLocation] = []
+        for partition in inp.partitions():
+            if partition.location is not None:
+                locations.append(partition.location)
+            elif inp.result.result_type.is_blocking():
+                raise MissingPartitionLocation(
+                    f"{execution.task_name_with_subtask()}: input partition {partition.id} of "
+                    f"dataset {inp.result.dataset.id} has no location (its producer finished "
+                    "without reporting it)"
+                )
+        gates.append(
+            InputGateDeploymentDescriptor(
+                dataset_id=inp.result.dataset.id,
+                ship_strategy=inp.edge.ship_strategy,
+                result_type=inp.result.result_type,
+                subpartition_start=inp.consumed.subpartition_start,
+                subpartition_end=inp.consumed.subpartition_end,
+                partitions=tuple(locations),
+                schema=locations[0].schema if locations else "",
+            )
+        )
+    produced: list[ResultPartitionDeploymentDescriptor] = []
+    for partition, result in zip(vertex.produced_partitions, vertex.job_vertex.produced_results, strict=True):
+        ds = result.dataset
+        consumer = graph.job_vertices[ds.consumer].job_vertex
+        produced.append(
+            ResultPartitionDeploymentDescriptor(
+                partition_id=partition.id,
+                ship_strategy=ds.ship_strategy,
+                result_type=ds.result_type,
+                number_of_subpartitions=partition.number_of_subpartitions,
+                key_columns=ds.key_columns,
+                max_parallelism=consumer.max_parallelism,
+            )
+        )
+    return TaskDeploymentDescriptor(
+        job_id=graph.job_graph.job_id,
+        job_name=graph.job_graph.name,
+        attempt_id=execution.attempt_id,
+        allocation_id=allocation_id,
+        vertex_name=jv.name,
+        number_of_subtasks=jv.parallelism,
+        max_parallelism=jv.max_parallelism,
+        invokable_class=jv.invokable_class,
+        invokable_payload=jv.invokable_payload,
+        input_gates=tuple(gates),
+        produced_partitions=tuple(produced),
+        source_splits=tuple(splits),
+        job_configuration=dict(job_configuration if job_configuration is not None else graph.job_graph.configuration),
+    )
