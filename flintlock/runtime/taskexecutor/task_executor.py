@@ -1,0 +1,650 @@
+"""TaskExecutor: a TaskManager's endpoint; owns its slots and runs Tasks (Flink ``TaskExecutor``).
+
+On start it registers at the ResourceManager (retrying, Flink ``RetryingRegistration``) and sends
+its SlotReport. ``request_slot`` allocates a slot, connects to the job's JobMaster, registers there
+and offers the slot; accepted slots become ACTIVE and take tasks. Each Task runs in its own thread
+and reports state changes back into this endpoint's mailbox (``post_from_thread``); the endpoint
+forwards INITIALIZING, RUNNING and the final state to the JobMaster, in order per task.
+
+The ResourceManager and JobMasters send heartbeat requests; this endpoint answers them and treats a
+peer that stays silent for ``heartbeat.timeout`` as lost (re-register at the ResourceManager; fail
+a lost JobMaster's tasks, free its slots, release its partitions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from flintlock.config.configuration import Configuration
+from flintlock.config.options import REGISTRATION_TIMEOUT, RPC_ASK_TIMEOUT, TASK_SLOTS
+from flintlock.runtime.clock import Clock, TimerHandle
+from flintlock.runtime.deployment import TaskDeploymentDescriptor
+from flintlock.runtime.heartbeat.heartbeat_manager import HeartbeatManager
+from flintlock.runtime.ids import (
+    AllocationID,
+    ExecutionAttemptID,
+    IntermediateResultPartitionID,
+    JobID,
+    ResourceID,
+    SlotID,
+)
+from flintlock.runtime.jobgraph.types import ExecutionState
+from flintlock.runtime.jobmaster.gateway import JobMasterGateway
+from flintlock.runtime.resourcemanager.gateway import (
+    RegistrationResponse,
+    ResourceManagerGateway,
+    TaskExecutorRegistration,
+)
+from flintlock.runtime.rpc.endpoint import RpcEndpoint
+from flintlock.runtime.rpc.exceptions import RpcTimeout
+from flintlock.runtime.rpc.messages import ACK, Acknowledge
+from flintlock.runtime.rpc.service import RpcService
+from flintlock.runtime.taskexecutor.exceptions import (
+    RegistrationTimeoutException,
+    SlotAllocationException,
+    TaskSubmissionException,
+)
+from flintlock.runtime.taskexecutor.gateway import SlotOffer, SlotReport
+from flintlock.runtime.taskexecutor.partition_table import PartitionTable, delete_partition_uris
+from flintlock.runtime.taskexecutor.slot.task_slot_table import TaskSlotTable
+from flintlock.runtime.taskmanager.task import Task
+from flintlock.runtime.taskmanager.task_execution_state import TaskExecutionState
+
+__all__ = ["TaskExecutor"]
+
+log = logging.getLogger(__name__)
+
+#: states forwarded to the JobMaster (DEPLOYING and CANCELING are already known there)
+_REPORTED_STATES = frozenset({ExecutionState.INITIALIZING, ExecutionState.RUNNING,
+                              ExecutionState.FINISHED, ExecutionState.FAILED,
+                              ExecutionState.CANCELED})
+_INITIAL_REGISTRATION_TIMEOUT_S = 0.1
+_MAX_REGISTRATION_TIMEOUT_S = 30.0
+_REPORT_RETRIES = 3
+_STOP_TASKS_TIMEOUT_S = 10.0
+
+
+@dataclass
+class _ResourceManagerConnection:
+    gateway: ResourceManagerGateway
+    resource_id: ResourceID
+
+
+@dataclass
+class _JobConnection:
+    """This TaskExecutor's link to the JobMaster of one job (Flink ``JobManagerConnection``)."""
+
+    job_id: JobID
+    address: str
+    generation: int
+    gateway: JobMasterGateway | None = None  # None while connecting
+    job_master_resource_id: ResourceID | None = None
+    offered: set[AllocationID] = field(default_factory=set)
+
+
+@dataclass
+class _ReportQueue:
+    """State changes of one attempt waiting to reach the JobMaster, sent one at a time."""
+
+    gateway: JobMasterGateway
+    pending: deque[TaskExecutionState] = field(default_factory=deque)
+    in_flight: bool = False
+    retries: int = 0
+
+
+class _ResourceManagerHeartbeatListener:
+    def __init__(self, te: TaskExecutor) -> None:
+        self._te = te
+
+    def notify_heartbeat_timeout(self, resource_id: ResourceID) -> None:
+        self._te._reconnect_to_resource_manager(
+            f"The heartbeat of ResourceManager with id {resource_id} timed out."
+        )
+
+
+class _JobManagerHeartbeatListener:
+    def __init__(self, te: TaskExecutor) -> None:
+        self._te = te
+
+    def notify_heartbeat_timeout(self, job_id: JobID) -> None:
+        self._te._release_job(job_id, f"The heartbeat of JobManager for job {job_id} timed out.",
+                              tell_job_master=True)
+
+
+class TaskExecutor(RpcEndpoint):
+    """The TaskManager's RPC endpoint (implements ``TaskExecutorGateway``).
+
+    Registers itself at ``rpc_service`` on construction (``address`` is known before ``start``).
+
+    Args:
+        rpc_service: where it lives; how it reaches the ResourceManager and JobMasters.
+        configuration: slots, heartbeats, timeouts.
+        resource_manager_address: RPC address of the ResourceManager.
+        services: handed unchanged to every task's RuntimeEnvironment (``"spark"``,
+            ``"shuffle_dir"``, ...).
+        resource_id: this TaskManager's id (generated when None).
+        clock: time source (``ManualClock`` in tests).
+        number_of_slots: overrides ``taskmanager.numberOfTaskSlots``.
+        spark_info: description of the Spark session for REST (``{"master": ..., "version": ...}``).
+    """
+
+    def __init__(
+        self,
+        rpc_service: RpcService,
+        configuration: Configuration,
+        resource_manager_address: str,
+        services: Mapping[str, Any],
+        resource_id: ResourceID | None = None,
+        clock: Clock | None = None,
+        number_of_slots: int | None = None,
+        *,
+        spark_info: Mapping[str, str] | None = None,
+    ) -> None:
+        self.resource_id = resource_id or ResourceID.generate("taskmanager")
+        super().__init__(f"taskexecutor-{self.resource_id}", clock)
+        self._rpc = rpc_service
+        self._configuration = configuration
+        self._rm_address = resource_manager_address
+        self._services = services
+        self._spark_info = dict(spark_info or {})
+        self._rpc_timeout_s = configuration.get(RPC_ASK_TIMEOUT)
+        self._registration_timeout_s = configuration.get(REGISTRATION_TIMEOUT)
+        self._table = TaskSlotTable(number_of_slots or configuration.get(TASK_SLOTS))
+        self._partitions = PartitionTable()
+        self._rm: _ResourceManagerConnection | None = None
+        self._registration_generation = 0
+        self._registration_deadline: TimerHandle | None = None
+        #: set when registration gave up (``taskmanager.registration.timeout``)
+        self.registration_error: RegistrationTimeoutException | None = None
+        self._jobs: dict[JobID, _JobConnection] = {}
+        self._job_generation = 0
+        self._reports: dict[ExecutionAttemptID, _ReportQueue] = {}
+        self._ending_tasks: list[Task] = []
+        self._stopping = False
+        self._rm_heartbeats: HeartbeatManager[ResourceID] = HeartbeatManager.from_configuration(
+            self, _ResourceManagerHeartbeatListener(self), configuration, "te->resourcemanager"
+        )
+        self._jm_heartbeats: HeartbeatManager[JobID] = HeartbeatManager.from_configuration(
+            self, _JobManagerHeartbeatListener(self), configuration, "te->jobmanagers"
+        )
+        rpc_service.register(self)
+
+    # ---- exposed for MiniCluster / REST / tests --------------------------------------------------
+
+    @property
+    def number_of_slots(self) -> int:
+        return self._table.number_of_slots
+
+    @property
+    def number_of_running_tasks(self) -> int:
+        return self._table.number_of_tasks()
+
+    @property
+    def is_registered(self) -> bool:
+        return self._rm is not None
+
+    @property
+    def slot_table(self) -> TaskSlotTable:
+        """Read-only use only (tests, REST); mutated only in the mailbox."""
+        return self._table
+
+    @property
+    def partition_table(self) -> PartitionTable:
+        return self._partitions
+
+    def connected_jobs(self) -> list[JobID]:
+        return [j for j, c in self._jobs.items() if c.gateway is not None]
+
+    def debug_state(self) -> dict[str, Any]:
+        return {
+            "registered": self.is_registered,
+            "slots": [(s.index, s.state.value, str(s.job_id), len(s.tasks))
+                      for s in self._table.slots()],
+            "jobs": {str(j): c.gateway is not None for j, c in self._jobs.items()},
+            "tasks": [f"{t.name}: {t.state.value}" for t in self._table.tasks()],
+        }
+
+    # ---- life cycle ----------------------------------------------------------------------------
+
+    async def on_start(self) -> None:
+        self._rm_heartbeats.start()
+        self._jm_heartbeats.start()
+        log.info("TaskExecutor %s started at %s with %d slots.", self.resource_id, self.address,
+                 self.number_of_slots)
+        self._connect_to_resource_manager()
+
+    async def on_stop(self) -> None:
+        self._stopping = True
+        self._registration_generation += 1
+        self._rm_heartbeats.stop()
+        self._jm_heartbeats.stop()
+        tasks: list[Task] = self._table.tasks()
+        for task in tasks:
+            task.cancel()
+        tasks += [t for t in self._ending_tasks if t.is_alive()]
+        if tasks:
+            stuck = await asyncio.to_thread(_join_tasks, tasks, _STOP_TASKS_TIMEOUT_S)
+            for name in stuck:
+                log.error("Task %s did not stop within %.0f s.", name, _STOP_TASKS_TIMEOUT_S)
+        cause = f"TaskExecutor {self.resource_id} is shutting down."
+        for job in list(self._jobs.values()):
+            if job.gateway is not None:
+                await _quietly(job.gateway.disconnect_task_manager(self.resource_id, cause))
+        self._jobs.clear()
+        if self._rm is not None:
+            await _quietly(self._rm.gateway.disconnect_task_manager(self.resource_id, cause))
+            self._rm = None
+        # result partitions stay: on shared storage they outlive this TaskManager
+
+    async def stop(self) -> None:
+        try:
+            await super().stop()
+        finally:
+            self._rpc.unregister(self)
+
+    # ---- ResourceManager connection ------------------------------------------------------------
+
+    def _connect_to_resource_manager(self) -> None:
+        if self._stopping:
+            return
+        self._registration_generation += 1
+        generation = self._registration_generation
+        self._rm = None
+        if self._registration_deadline is not None:
+            self._registration_deadline.cancel()
+        self._registration_deadline = self.schedule(
+            self._registration_timeout_s, self._on_registration_deadline, generation
+        )
+        log.info("Connecting to ResourceManager at %s.", self._rm_address)
+        self._attempt_registration(generation, _INITIAL_REGISTRATION_TIMEOUT_S)
+
+    def _attempt_registration(self, generation: int, timeout_s: float) -> None:
+        if generation != self._registration_generation or self._stopping:
+            return
+        registration = TaskExecutorRegistration(
+            address=self.address,
+            resource_id=self.resource_id,
+            number_of_slots=self.number_of_slots,
+            hardware=_hardware_description(),
+            spark=dict(self._spark_info),
+        )
+        self.run_async(
+            _register_at(self._rpc, self._rm_address, registration, timeout_s),
+            lambda result, error: self._on_registration_attempt(generation, timeout_s, result,
+                                                                error),
+        )
+
+    def _on_registration_attempt(
+        self, generation: int, timeout_s: float,
+        result: tuple[ResourceManagerGateway, RegistrationResponse] | None,
+        error: BaseException | None,
+    ) -> None:
+        if generation != self._registration_generation or self._stopping:
+            return
+        next_timeout = min(timeout_s * 2, _MAX_REGISTRATION_TIMEOUT_S)
+        if error is not None or result is None or not result[1].success:
+            why = str(error) if error is not None else (result[1].reason if result else "?")
+            if isinstance(error, RpcTimeout):
+                log.debug("Registration at %s timed out after %.1f s; retrying.",
+                          self._rm_address, timeout_s)
+                self._attempt_registration(generation, next_timeout)
+            else:
+                log.debug("Registration at %s failed (%s); retrying in %.1f s.",
+                          self._rm_address, why, timeout_s)
+                self.schedule(timeout_s, self._attempt_registration, generation, next_timeout)
+            return
+        gateway, response = result
+        rm_id = response.resource_id or ResourceID("resourcemanager")
+        if self._registration_deadline is not None:
+            self._registration_deadline.cancel()
+            self._registration_deadline = None
+        self._rm = _ResourceManagerConnection(gateway, rm_id)
+        self.registration_error = None
+        self._rm_heartbeats.monitor_target(rm_id)
+        log.info("Successful registration at ResourceManager %s (%s).", self._rm_address, rm_id)
+        self.run_async(
+            gateway.send_slot_report(self.resource_id, self._slot_report(),
+                                     timeout=self._rpc_timeout_s),
+            lambda _r, err: self._on_slot_report_sent(generation, err),
+        )
+
+    def _on_slot_report_sent(self, generation: int, error: BaseException | None) -> None:
+        if error is not None and generation == self._registration_generation:
+            self._reconnect_to_resource_manager(f"sending the slot report failed: {error}")
+
+    def _on_registration_deadline(self, generation: int) -> None:
+        if generation != self._registration_generation or self._rm is not None:
+            return
+        self._registration_generation += 1  # stop retrying
+        self.registration_error = RegistrationTimeoutException(
+            f"Could not register at the ResourceManager {self._rm_address} within "
+            f"{self._registration_timeout_s:.0f} s (taskmanager.registration.timeout)."
+        )
+        log.error("%s", self.registration_error)
+
+    def _reconnect_to_resource_manager(self, cause: str) -> None:
+        if self._stopping:
+            return
+        if self._rm is not None:
+            log.info("Lost ResourceManager %s: %s Reconnecting.", self._rm.resource_id, cause)
+            self._rm_heartbeats.unmonitor_target(self._rm.resource_id)
+        self._connect_to_resource_manager()
+
+    def _slot_report(self) -> SlotReport:
+        return self._table.create_slot_report(self.resource_id)
+
+    async def heartbeat_from_resource_manager(self, resource_id: ResourceID) -> None:
+        rm = self._rm
+        if rm is None or rm.resource_id != resource_id:
+            return
+        self._rm_heartbeats.receive_heartbeat(resource_id)
+        self.run_async(rm.gateway.heartbeat_from_task_manager(self.resource_id, self._slot_report()))
+
+    async def disconnect_resource_manager(self, cause: str) -> None:
+        self._reconnect_to_resource_manager(cause)
+
+    def _notify_slot_available(self, index: int, allocation_id: AllocationID) -> None:
+        if self._rm is not None and not self._stopping:
+            self.run_async(self._rm.gateway.notify_slot_available(
+                self.resource_id, SlotID(self.resource_id, index), allocation_id))
+
+    # ---- slots ---------------------------------------------------------------------------------
+
+    async def request_slot(
+        self, slot_id: SlotID, job_id: JobID, allocation_id: AllocationID, job_master_address: str
+    ) -> Acknowledge:
+        if slot_id.resource_id != self.resource_id:
+            raise SlotAllocationException(f"slot {slot_id} does not belong to {self.resource_id}")
+        if self._stopping:
+            raise SlotAllocationException(f"TaskExecutor {self.resource_id} is shutting down")
+        newly = self._table.allocate_slot(slot_id.slot_number, job_id, allocation_id)
+        if newly:
+            log.info("Allocated slot %s for job %s (allocation %s).", slot_id, job_id,
+                     allocation_id)
+        job = self._jobs.get(job_id)
+        if job is not None and job.address != job_master_address:
+            self._close_job_connection(job_id, "a new JobMaster took over", tell_job_master=True)
+            job = None
+        if job is None:
+            self._connect_to_job_master(job_id, job_master_address)
+        elif job.gateway is not None:
+            self._offer_slots(job)
+        return ACK
+
+    def _connect_to_job_master(self, job_id: JobID, address: str) -> None:
+        self._job_generation += 1
+        job = _JobConnection(job_id, address, self._job_generation)
+        self._jobs[job_id] = job
+        self.run_async(
+            _register_at_job_master(self._rpc, address, self.resource_id, self.address,
+                                    self._rpc_timeout_s),
+            lambda result, error: self._on_job_master_registration(job, result, error),
+        )
+
+    def _on_job_master_registration(
+        self, job: _JobConnection,
+        result: tuple[JobMasterGateway, RegistrationResponse] | None,
+        error: BaseException | None,
+    ) -> None:
+        if self._jobs.get(job.job_id) is not job or self._stopping:
+            return
+        if error is not None or result is None or not result[1].success:
+            why = str(error) if error is not None else (result[1].reason if result else "?")
+            log.warning("Could not register at the JobMaster of job %s (%s): %s", job.job_id,
+                        job.address, why)
+            self._release_job(job.job_id, f"JobMaster registration failed: {why}",
+                              tell_job_master=False)
+            return
+        job.gateway, response = result
+        job.job_master_resource_id = response.resource_id
+        self._jm_heartbeats.monitor_target(job.job_id)
+        log.info("Connected to the JobMaster of job %s at %s.", job.job_id, job.address)
+        self._offer_slots(job)
+
+    def _offer_slots(self, job: _JobConnection) -> None:
+        assert job.gateway is not None
+        slots = [s for s in self._table.allocated_not_active(job.job_id)
+                 if s.allocation_id is not None and s.allocation_id not in job.offered]
+        if not slots:
+            return
+        offers = tuple(SlotOffer(s.allocation_id, s.index) for s in slots
+                       if s.allocation_id is not None)
+        job.offered.update(o.allocation_id for o in offers)
+        self.run_async(
+            job.gateway.offer_slots(self.resource_id, offers, timeout=self._rpc_timeout_s),
+            lambda accepted, error: self._on_offer_reply(job, offers, accepted, error),
+        )
+
+    def _on_offer_reply(self, job: _JobConnection, offers: tuple[SlotOffer, ...],
+                        accepted: tuple[SlotOffer, ...] | None, error: BaseException | None) -> None:
+        job.offered.difference_update(o.allocation_id for o in offers)
+        if self._jobs.get(job.job_id) is not job or self._stopping:
+            return
+        if error is not None:
+            log.warning("Offering slots to the JobMaster of job %s failed: %s", job.job_id, error)
+        accepted_ids = {o.allocation_id for o in accepted or ()}
+        for offer in offers:
+            slot = self._table.slot_by_allocation(offer.allocation_id)
+            if slot is None or slot.job_id != job.job_id:
+                continue  # freed meanwhile
+            if offer.allocation_id in accepted_ids:
+                self._table.mark_slot_active(offer.allocation_id)
+            else:
+                self._free_slot_internal(offer.allocation_id, "slot offer rejected")
+
+    async def free_slot(self, allocation_id: AllocationID, cause: str) -> Acknowledge:
+        self._free_slot_internal(allocation_id, cause)
+        return ACK
+
+    def _free_slot_internal(self, allocation_id: AllocationID, cause: str,
+                            close_unused_job: bool = True) -> None:
+        slot = self._table.slot_by_allocation(allocation_id)
+        if slot is None:
+            return
+        job_id, index = slot.job_id, slot.index
+        _, tasks = self._table.free_slot(allocation_id, cause)
+        log.info("Freeing slot %d (allocation %s, job %s): %s", index, allocation_id, job_id,
+                 cause)
+        for task in tasks:
+            task.fail_externally(f"Slot {index} was freed: {cause}")
+        if not tasks:
+            self._notify_slot_available(index, allocation_id)
+            if close_unused_job and job_id is not None:
+                self._close_job_if_unused(job_id)
+
+    # ---- tasks ---------------------------------------------------------------------------------
+
+    async def submit_task(self, tdd: TaskDeploymentDescriptor) -> Acknowledge:
+        job = self._jobs.get(tdd.job_id)
+        if job is None or job.gateway is None:
+            raise TaskSubmissionException(
+                f"TaskExecutor {self.resource_id} has no JobMaster connection for job {tdd.job_id}"
+            )
+        # the JobMaster may deploy before its offer reply reached us (Flink tryMarkSlotActive)
+        self._table.try_mark_slot_active(tdd.job_id, tdd.allocation_id)
+        task = Task(tdd, self._services, self._task_state_callback, str(self.resource_id))
+        self._table.add_task(tdd.allocation_id, tdd.job_id, tdd.attempt_id, task)
+        log.info("Received task %s (%s), deploying into slot with allocation %s.", task.name,
+                 tdd.attempt_id, tdd.allocation_id)
+        task.start()
+        return ACK
+
+    async def cancel_task(self, attempt_id: ExecutionAttemptID) -> Acknowledge:
+        task: Task | None = self._table.task(attempt_id)
+        if task is not None:
+            task.cancel()
+        return ACK
+
+    def _task_state_callback(self, state: TaskExecutionState) -> None:
+        """Called from task threads (and the cancelling thread): hand over to the mailbox."""
+        self.post_from_thread(self._on_task_state_change, state)
+
+    def _on_task_state_change(self, state: TaskExecutionState) -> None:
+        # report first: freeing the slot below may close the job connection
+        if state.state in _REPORTED_STATES:
+            self._enqueue_report(state)
+        if state.state.is_terminal():
+            task, freed_slot, freed_allocation = self._table.remove_task(state.attempt_id)
+            # its thread ends right after this report; stop() still waits for it
+            self._ending_tasks = [t for t in self._ending_tasks if t.is_alive()]
+            if task is not None:
+                self._ending_tasks.append(task)
+            if state.state is ExecutionState.FINISHED and state.result is not None:
+                for location in state.result.partitions:
+                    self._partitions.start_tracking(state.job_id, location.partition_id,
+                                                    location.uri)
+            if freed_slot is not None and freed_allocation is not None:
+                self._notify_slot_available(freed_slot.index, freed_allocation)
+                self._close_job_if_unused(state.job_id)
+
+    def _enqueue_report(self, state: TaskExecutionState) -> None:
+        job = self._jobs.get(state.job_id)
+        if job is None or job.gateway is None or self._stopping:
+            log.debug("Dropping state %s of %s: no JobMaster connection.", state.state.value,
+                      state.attempt_id)
+            return
+        queue = self._reports.get(state.attempt_id)
+        if queue is None:
+            queue = self._reports[state.attempt_id] = _ReportQueue(job.gateway)
+        queue.pending.append(state)
+        self._send_next_report(state.attempt_id)
+
+    def _send_next_report(self, attempt_id: ExecutionAttemptID) -> None:
+        queue = self._reports.get(attempt_id)
+        if queue is None or queue.in_flight:
+            return
+        if not queue.pending or self._stopping:
+            del self._reports[attempt_id]
+            return
+        state = queue.pending[0]
+        queue.in_flight = True
+        self.run_async(
+            queue.gateway.update_task_execution_state(state, timeout=self._rpc_timeout_s),
+            lambda _r, error: self._on_report_done(attempt_id, error),
+        )
+
+    def _on_report_done(self, attempt_id: ExecutionAttemptID, error: BaseException | None) -> None:
+        queue = self._reports.get(attempt_id)
+        if queue is None:
+            return
+        queue.in_flight = False
+        if isinstance(error, RpcTimeout) and queue.retries < _REPORT_RETRIES:
+            queue.retries += 1
+            log.info("Reporting %s of %s timed out; retry %d.", queue.pending[0].state.value,
+                     attempt_id, queue.retries)
+        else:
+            state = queue.pending.popleft()
+            queue.retries = 0
+            if error is not None:
+                log.warning("Could not report state %s of %s to the JobMaster: %s",
+                            state.state.value, attempt_id, error)
+        self._send_next_report(attempt_id)
+
+    # ---- partitions ----------------------------------------------------------------------------
+
+    async def release_partitions(
+        self, job_id: JobID, partition_ids: tuple[IntermediateResultPartitionID, ...]
+    ) -> None:
+        self._delete_partitions(self._partitions.stop_tracking(job_id, partition_ids))
+        self._close_job_if_unused(job_id)
+
+    def _delete_partitions(self, uris: list[str]) -> None:
+        if not uris:
+            return
+        log.info("Releasing %d result partition(s).", len(uris))
+
+        def on_done(failed: list[str] | None, error: BaseException | None) -> None:
+            if error is not None or failed:
+                log.warning("Could not delete partitions %s: %s", failed, error)
+
+        self.run_async(asyncio.to_thread(delete_partition_uris, uris), on_done)
+
+    # ---- JobMaster connection ------------------------------------------------------------------
+
+    async def heartbeat_from_job_manager(self, resource_id: ResourceID, job_id: JobID) -> None:
+        job = self._jobs.get(job_id)
+        if job is None or job.gateway is None:
+            return
+        self._jm_heartbeats.receive_heartbeat(job_id)
+        self.run_async(job.gateway.heartbeat_from_task_manager(self.resource_id))
+
+    async def disconnect_job_manager(self, job_id: JobID, cause: str) -> None:
+        self._release_job(job_id, cause, tell_job_master=False)
+
+    def _release_job(self, job_id: JobID, cause: str, tell_job_master: bool) -> None:
+        """The JobMaster is gone: fail the job's tasks, free its slots, release its partitions."""
+        log.info("Releasing job %s: %s", job_id, cause)
+        self._close_job_connection(job_id, cause, tell_job_master)
+        for slot in self._table.slots_of_job(job_id):
+            if slot.allocation_id is not None:
+                self._free_slot_internal(slot.allocation_id, cause, close_unused_job=False)
+        self._delete_partitions(self._partitions.stop_tracking_job(job_id))
+
+    def _close_job_if_unused(self, job_id: JobID) -> None:
+        """Flink ``closeJobManagerConnectionIfNoAllocatedResources``."""
+        if job_id in self._jobs and not self._table.slots_of_job(job_id) \
+                and not self._partitions.is_tracking(job_id):
+            self._close_job_connection(
+                job_id, f"TaskExecutor {self.resource_id} has no more allocated slots for job "
+                        f"{job_id}.", tell_job_master=True)
+
+    def _close_job_connection(self, job_id: JobID, cause: str, tell_job_master: bool) -> None:
+        job = self._jobs.pop(job_id, None)
+        if job is None:
+            return
+        self._jm_heartbeats.unmonitor_target(job_id)
+        if tell_job_master and job.gateway is not None and not self._stopping:
+            self.run_async(job.gateway.disconnect_task_manager(self.resource_id, cause))
+
+
+# ---- helpers that run outside the mailbox (they touch no endpoint state) ---------------------------
+
+
+async def _register_at(
+    rpc: RpcService, address: str, registration: TaskExecutorRegistration, timeout_s: float
+) -> tuple[ResourceManagerGateway, RegistrationResponse]:
+    gateway = await rpc.connect(address, ResourceManagerGateway, timeout_s)
+    response = await gateway.register_task_executor(registration, timeout=timeout_s)
+    return gateway, response
+
+
+async def _register_at_job_master(
+    rpc: RpcService, address: str, resource_id: ResourceID, own_address: str, timeout_s: float
+) -> tuple[JobMasterGateway, RegistrationResponse]:
+    gateway = await rpc.connect(address, JobMasterGateway, timeout_s)
+    response = await gateway.register_task_manager(resource_id, own_address, timeout=timeout_s)
+    return gateway, response
+
+
+async def _quietly(awaitable: Any, timeout_s: float = 2.0) -> None:
+    try:
+        await asyncio.wait_for(awaitable, timeout_s)
+    except Exception as exc:  # best effort during shutdown
+        log.debug("shutdown notification failed: %s", exc)
+
+
+def _join_tasks(tasks: list[Task], timeout_s: float) -> list[str]:
+    """Join task threads with one shared deadline; returns the names of threads still alive."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    for task in tasks:
+        task.join(max(0.0, deadline - time.monotonic()))
+    return [t.name for t in tasks if t.is_alive()]
+
+
+def _hardware_description() -> dict[str, int]:
+    hardware = {"cpuCores": os.cpu_count() or 1}
+    try:
+        pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        hardware["physicalMemory"] = int(pages * page_size)
+        hardware["freeMemory"] = int(os.sysconf("SC_AVPHYS_PAGES") * page_size)
+    except (ValueError, OSError, AttributeError):
+        pass
+    return hardware

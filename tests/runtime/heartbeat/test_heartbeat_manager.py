@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from flintlock.runtime.clock import ManualClock
+from flintlock.runtime.heartbeat.heartbeat_manager import HeartbeatManager, HeartbeatMonitor
+from flintlock.runtime.ids import ResourceID
+from flintlock.runtime.rpc.endpoint import RpcEndpoint
+from flintlock.testing.waiting import wait_until
+
+TE1 = ResourceID("te-1")
+TE2 = ResourceID("te-2")
+
+
+# ---- pure core --------------------------------------------------------------------------------
+
+
+def test_monitor_reports_only_targets_silent_for_the_timeout() -> None:
+    monitor: HeartbeatMonitor[ResourceID] = HeartbeatMonitor(timeout_s=5.0)
+    monitor.monitor(TE1, now=0.0)
+    monitor.monitor(TE2, now=2.0)
+    assert monitor.next_deadline() == 5.0
+    assert monitor.report(TE1, now=4.0)
+    assert monitor.expired(now=6.9) == []
+    assert monitor.expired(now=7.0) == [TE2]
+    assert TE2 not in monitor  # removed once reported
+    assert monitor.expired(now=8.9) == []
+    assert monitor.expired(now=9.0) == [TE1]
+    assert monitor.next_deadline() is None
+
+
+def test_heartbeat_from_unmonitored_target_is_ignored() -> None:
+    monitor: HeartbeatMonitor[ResourceID] = HeartbeatMonitor(timeout_s=1.0)
+    assert not monitor.report(TE1, now=0.0)
+    monitor.monitor(TE1, now=0.0)
+    assert monitor.unmonitor(TE1)
+    assert monitor.expired(now=100.0) == []
+
+
+def test_non_positive_timeout_is_rejected() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        HeartbeatMonitor(timeout_s=0)
+
+
+# ---- shell on a real endpoint with a ManualClock --------------------------------------------------
+
+
+class _Endpoint(RpcEndpoint):
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__("hb-test", clock)
+        self.timed_out: list[ResourceID] = []
+        self.requests: list[ResourceID] = []
+
+    def notify_heartbeat_timeout(self, resource_id: ResourceID) -> None:
+        self.timed_out.append(resource_id)
+
+
+def _run(body) -> None:  # type: ignore[no-untyped-def]
+    asyncio.run(asyncio.wait_for(body(), 10))
+
+
+def test_receiver_times_out_a_silent_target_and_keeps_a_talking_one() -> None:
+    async def body() -> None:
+        clock = ManualClock()
+        ep = _Endpoint(clock)
+        await ep.start()
+        hb: HeartbeatManager[ResourceID] = HeartbeatManager(ep, ep, interval_s=1.0, timeout_s=5.0)
+        await ep.run_in_mailbox(hb.start)
+        await ep.run_in_mailbox(hb.monitor_target, TE1)
+        await ep.run_in_mailbox(hb.monitor_target, TE2)
+        clock.advance(4.0)
+        await ep.run_in_mailbox(hb.receive_heartbeat, TE1)
+        clock.advance(1.5)  # TE2 silent for 5.5 s, TE1 for 1.5 s
+        await wait_until(lambda: ep.timed_out == [TE2], describe=lambda: ep.timed_out)
+        assert hb.targets() == [TE1]
+        clock.advance(3.4)
+        await ep.run_in_mailbox(lambda: None)  # drain the mailbox
+        assert ep.timed_out == [TE2]
+        clock.advance(0.2)
+        await wait_until(lambda: ep.timed_out == [TE2, TE1], describe=lambda: ep.timed_out)
+        await ep.stop()
+
+    _run(body)
+
+
+def test_sender_requests_heartbeats_every_interval_until_unmonitored() -> None:
+    async def body() -> None:
+        clock = ManualClock()
+        ep = _Endpoint(clock)
+        await ep.start()
+        hb: HeartbeatManager[ResourceID] = HeartbeatManager(ep, ep, interval_s=1.0, timeout_s=50.0)
+
+        async def request() -> None:
+            ep.requests.append(TE1)
+
+        await ep.run_in_mailbox(hb.start)
+        await ep.run_in_mailbox(hb.monitor_target, TE1, request)
+        for expected in (1, 2, 3):
+            clock.advance(1.0)
+            await wait_until(lambda n=expected: len(ep.requests) == n,
+                             describe=lambda: ep.requests)
+        await ep.run_in_mailbox(hb.unmonitor_target, TE1)
+        clock.advance(5.0)
+        await ep.run_in_mailbox(lambda: None)
+        assert len(ep.requests) == 3
+        assert ep.timed_out == []
+        await ep.run_in_mailbox(hb.stop)
+        assert clock.pending_timers() == 0
+        await ep.stop()
+
+    _run(body)
