@@ -1,0 +1,98 @@
+"""MiniCluster with test invokables: the whole control plane, no Spark (STYLE layer 3)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from flintlock.runtime.ids import IntermediateDataSetID, JobID, JobVertexID
+from flintlock.runtime.jobgraph.job_graph import IntermediateDataSet, JobEdge, JobGraph, JobVertex
+from flintlock.runtime.jobgraph.types import JobStatus, JobType, ResultPartitionType, ShipStrategy
+from flintlock.runtime.minicluster import MiniCluster
+from flintlock.testing.clusters import gen_mini_cluster
+from flintlock.testing.invokables import LATCH_KEY, blocking_latch_scope
+
+NOOP = "flintlock.testing.invokables:NoOpInvokable"
+BLOCKING = "flintlock.testing.invokables:BlockingInvokable"
+FAILING = "flintlock.testing.invokables:FailingInvokable"
+
+
+def chain_job(*stages: tuple[str, int, ShipStrategy | None], conf: dict[str, str] | None = None,
+              name: str = "job") -> JobGraph:
+    """A linear job: stage i consumes stage i-1 over the given ship strategy."""
+    vertices: list[JobVertex] = []
+    ids = [JobVertexID.generate() for _ in stages]
+    prev_ds = None
+    for i, (invokable, parallelism, ship) in enumerate(stages):
+        results: tuple[IntermediateDataSet, ...] = ()
+        if i + 1 < len(stages):
+            next_ship = stages[i + 1][2] or ShipStrategy.FORWARD
+            ds = IntermediateDataSet(IntermediateDataSetID.generate(), ids[i],
+                                     ResultPartitionType.BLOCKING, ids[i + 1], next_ship)
+            results = (ds,)
+        inputs = (JobEdge(prev_ds.id, ids[i], prev_ds.ship_strategy),) if prev_ds else ()
+        vertices.append(JobVertex(ids[i], f"v{i}", parallelism, 128, invokable,
+                                  inputs=inputs, results=results))
+        prev_ds = results[0] if results else None
+    return JobGraph(JobID.generate(), name, JobType.BATCH, tuple(vertices), conf or {})
+
+
+@gen_mini_cluster(task_managers=2, slots_per_task_manager=2)
+async def test_three_vertex_batch_job_finishes_in_region_order(cluster: MiniCluster) -> None:
+    job = chain_job((NOOP, 4, None), (NOOP, 3, ShipStrategy.HASH), (NOOP, 1, ShipStrategy.GLOBAL))
+    result = await cluster.execute(job, timeout_s=20)
+    assert result.application_status == "SUCCEEDED", result.failure
+    archived = await cluster.dispatcher_gateway.request_job(job.job_id)
+    assert archived.state is JobStatus.FINISHED
+    assert [len(v.subtasks) for v in archived.vertices] == [4, 3, 1]
+    # BLOCKING edges: every consumer subtask was deployed after every producer subtask finished
+    for producer, consumer in zip(archived.vertices, archived.vertices[1:]):
+        last_finish = max(s.state_timestamps["FINISHED"] for s in producer.subtasks)
+        first_deploy = min(s.state_timestamps["DEPLOYING"] for s in consumer.subtasks)
+        assert first_deploy >= last_finish
+    used = {s.task_manager for v in archived.vertices for s in v.subtasks}
+    assert used == {str(te.resource_id) for te in cluster.task_executors}
+    overview = await cluster.dispatcher_gateway.request_cluster_overview()
+    assert overview.jobs_finished == 1 and overview.jobs_running == 0
+
+
+@gen_mini_cluster(task_managers=2, slots_per_task_manager=1)
+async def test_two_jobs_run_at_once_and_one_is_cancelled(cluster: MiniCluster) -> None:
+    with blocking_latch_scope("two-jobs") as latch:
+        blocking = chain_job((BLOCKING, 1, None), conf={LATCH_KEY: "two-jobs"}, name="blocking")
+        await cluster.submit_job(blocking)
+        await asyncio.to_thread(latch.started.acquire, True, 10)
+        quick = chain_job((NOOP, 1, None), (NOOP, 1, ShipStrategy.FORWARD), name="quick")
+        result = await cluster.execute(quick, timeout_s=20)
+        assert result.application_status == "SUCCEEDED"
+        assert await cluster.dispatcher_gateway.request_job_status(blocking.job_id) is JobStatus.RUNNING
+        await cluster.dispatcher_gateway.cancel_job(blocking.job_id)
+        cancelled = await cluster.wait_for_job_result(blocking.job_id, timeout_s=20)
+        assert cancelled.application_status == "CANCELED"
+    jobs = {j.name: j.state for j in await cluster.dispatcher_gateway.list_jobs()}
+    assert jobs == {"blocking": JobStatus.CANCELED, "quick": JobStatus.FINISHED}
+
+
+@gen_mini_cluster(task_managers=1, slots_per_task_manager=1, config={"slot.request.timeout": "1 s"})
+async def test_too_few_slots_fails_after_the_slot_request_timeout(cluster: MiniCluster) -> None:
+    with blocking_latch_scope("hog") as latch:
+        hog = chain_job((BLOCKING, 1, None), conf={LATCH_KEY: "hog"}, name="hog")
+        await cluster.submit_job(hog)
+        await asyncio.to_thread(latch.started.acquire, True, 10)
+        starved = chain_job((NOOP, 1, None), name="starved")
+        result = await cluster.execute(starved, timeout_s=20)
+        assert result.application_status == "FAILED"
+        message = result.failure.error.message
+        assert "needs 1 slot(s)" in message and "slot.request.timeout" in message, message
+        await cluster.dispatcher_gateway.cancel_job(hog.job_id)
+        await cluster.wait_for_job_result(hog.job_id, timeout_s=20)
+
+
+@gen_mini_cluster(task_managers=2, slots_per_task_manager=2)
+async def test_a_failing_task_fails_the_job_with_its_root_cause(cluster: MiniCluster) -> None:
+    job = chain_job((NOOP, 2, None), (FAILING, 2, ShipStrategy.REBALANCE),
+                    conf={"$internal.test.failure-message": "bad record 42"})
+    result = await cluster.execute(job, timeout_s=20)
+    assert result.application_status == "FAILED"
+    assert "bad record 42" in result.failure.error.message
+    assert result.failure.task_name.startswith("v1 (")
+    assert result.failure.location in {str(te.resource_id) for te in cluster.task_executors}
