@@ -1,0 +1,302 @@
+"""File source and two-phase file sink (Parquet, CSV, JSON, text) on ``pyarrow.fs``.
+
+- ``FileSource`` enumerates files on the JobMaster (local paths and URIs; a file, a directory
+  read recursively, or a glob) and assigns them to subtasks balancing bytes (greedy, largest file
+  first; Flink's FileSource split assigner). The Task reads its files with Spark.
+- ``FileSink`` is two-phase (Flink's ``FileSink`` with ``TwoPhaseCommittingSink``): every attempt
+  writes into ``<path>/_temporary/<job_id>/<attempt>/`` with Spark; the JobMaster's ``commit`` moves
+  the finished attempts' part files to ``<path>/part-<subtask:05d>-<n:03d>.<ext>`` (pure pyarrow.fs)
+  and removes ``_temporary``; ``abort`` deletes the job's temporary directory.
+
+Hidden files (names starting with ``_`` or ``.``, as Spark skips them) are neither read nor counted
+as data.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import heapq
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow.fs as pafs
+
+from flintlock.connectors.exceptions import SinkException, SourceException
+
+__all__ = ["FileSink", "FileSource", "FileSplit", "assign_balanced"]
+
+_GLOB_CHARS = set("*?[")
+_EXTENSIONS = {"parquet": "parquet", "csv": "csv", "json": "json", "text": "txt"}
+
+
+def _fs_path(uri: str) -> tuple[pafs.FileSystem, str, str]:
+    """(filesystem, path inside it, prefix to turn a path back into a URI for Spark)."""
+    if "://" in uri and not uri.startswith("file://"):
+        fs, path = pafs.FileSystem.from_uri(uri)
+        scheme_len = uri.index("://") + 3
+        at = uri.find(path.rstrip("/"), scheme_len) if path else -1
+        prefix = uri[:at] if at >= 0 else uri[:scheme_len]
+        return fs, path.rstrip("/"), prefix
+    path = uri[len("file://"):] if uri.startswith("file://") else uri
+    return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(path)), ""
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith(("_", "."))
+
+
+@dataclass(frozen=True)
+class FileSplit:
+    """One file to read: ``path`` (as Spark should see it) and its ``size`` in bytes."""
+
+    path: str
+    size: int
+
+
+def assign_balanced(splits: Sequence[FileSplit], parallelism: int) -> list[list[Any]]:
+    """Greedy largest-first assignment to the subtask with the fewest bytes (ties: lowest index)."""
+    if parallelism < 1:
+        raise ValueError(f"parallelism must be >= 1, got {parallelism}")
+    out: list[list[Any]] = [[] for _ in range(parallelism)]
+    heap = [(0, i) for i in range(parallelism)]
+    for split in sorted(splits, key=lambda s: (-s.size, s.path)):
+        load, i = heapq.heappop(heap)
+        out[i].append(split)
+        heapq.heappush(heap, (load + split.size, i))
+    return out
+
+
+@dataclass
+class FileSource:
+    """Files in one format under ``path`` (file, directory or glob; local path or URI).
+
+    Use the constructors ``parquet``, ``csv``, ``json``, ``text``.
+    """
+
+    format: str
+    path: str
+    schema: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parquet(cls, path: str, schema: str | None = None) -> FileSource:
+        return cls("parquet", str(path), schema)
+
+    @classmethod
+    def csv(cls, path: str, schema: str | None = None, header: bool = True, **options: Any) -> FileSource:
+        opts = {"header": str(bool(header)).lower(), **{k: str(v) for k, v in options.items()}}
+        return cls("csv", str(path), schema, opts)
+
+    @classmethod
+    def json(cls, path: str, schema: str | None = None) -> FileSource:
+        return cls("json", str(path), schema)
+
+    @classmethod
+    def text(cls, path: str) -> FileSource:
+        return cls("text", str(path), "value string")
+
+    def describe(self) -> str:
+        return f"{self.format.capitalize()} Source: {self.path}"
+
+    def output_schema(self) -> str | None:
+        return self.schema
+
+    def list_files(self) -> list[FileSplit]:
+        """All data files under ``path``, one ``FileSplit`` each.
+
+        Raises:
+            SourceException: the path does not exist, matches nothing, or cannot be listed.
+        """
+        try:
+            fs, path, prefix = _fs_path(self.path)
+            if any(c in _GLOB_CHARS for c in path):
+                return self._glob(fs, path, prefix)
+            info = fs.get_file_info(path)
+            if info.type == pafs.FileType.NotFound:
+                raise SourceException(f"{self.describe()}: path {self.path!r} does not exist")
+            if info.type == pafs.FileType.File:
+                return [FileSplit(prefix + info.path, info.size or 0)]
+            return self._walk(fs, path, prefix)
+        except SourceException:
+            raise
+        except (OSError, ValueError) as exc:
+            raise SourceException(f"{self.describe()}: cannot list {self.path!r}: {exc}") from exc
+
+    def _walk(self, fs: pafs.FileSystem, root: str, prefix: str) -> list[FileSplit]:
+        out = []
+        for info in fs.get_file_info(pafs.FileSelector(root, recursive=True)):
+            rel = info.path[len(root):].lstrip("/")
+            if info.type != pafs.FileType.File or any(_hidden(p) for p in rel.split("/")):
+                continue
+            out.append(FileSplit(prefix + info.path, info.size or 0))
+        return sorted(out, key=lambda s: s.path)
+
+    def _glob(self, fs: pafs.FileSystem, pattern: str, prefix: str) -> list[FileSplit]:
+        parts = pattern.split("/")
+        first = next(i for i, p in enumerate(parts) if any(c in _GLOB_CHARS for c in p))
+        base = "/".join(parts[:first]) or "/"
+        if fs.get_file_info(base).type == pafs.FileType.NotFound:
+            raise SourceException(f"{self.describe()}: path {self.path!r} does not exist")
+        out = []
+        depth = len(parts)
+        for info in fs.get_file_info(pafs.FileSelector(base, recursive=True)):
+            segs = info.path.split("/")
+            if len(segs) < depth or not fnmatch.fnmatchcase("/".join(segs[:depth]), pattern):
+                continue
+            rel = segs[depth:]
+            if info.type == pafs.FileType.File and not any(_hidden(p) for p in [segs[depth - 1], *rel]):
+                out.append(FileSplit(prefix + info.path, info.size or 0))
+        if not out:
+            raise SourceException(f"{self.describe()}: no files match {self.path!r}")
+        return sorted(set(out), key=lambda s: s.path)
+
+    def enumerate_splits(self, parallelism: int) -> list[list[Any]]:
+        """One split per file, balanced by bytes over ``parallelism`` subtasks (some may get none)."""
+        return assign_balanced(self.list_files(), parallelism)
+
+
+@dataclass
+class FileSink:
+    """Two-phase file sink; use the constructors ``parquet``, ``csv``, ``json``.
+
+    Args:
+        format: ``parquet``, ``csv`` or ``json`` (Spark writer format).
+        path: the output directory (local path or URI).
+        mode: ``"error"`` (the directory must not hold data) or ``"overwrite"`` (old data files
+            are deleted at commit).
+        options: Spark writer options.
+    """
+
+    format: str
+    path: str
+    mode: str = "error"
+    options: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("error", "overwrite"):
+            raise ValueError(f"FileSink mode must be 'error' or 'overwrite', got {self.mode!r}")
+
+    @classmethod
+    def parquet(cls, path: str, mode: str = "error") -> FileSink:
+        return cls("parquet", str(path), mode)
+
+    @classmethod
+    def csv(cls, path: str, header: bool = True, mode: str = "error") -> FileSink:
+        return cls("csv", str(path), mode, {"header": str(bool(header)).lower()})
+
+    @classmethod
+    def json(cls, path: str, mode: str = "error") -> FileSink:
+        return cls("json", str(path), mode)
+
+    def describe(self) -> str:
+        return f"{self.format.capitalize()} Sink: {self.path}"
+
+    # ---- paths -------------------------------------------------------------------------------
+
+    def _root(self) -> tuple[pafs.FileSystem, str, str]:
+        return _fs_path(self.path)
+
+    def temporary_dir(self, job_id: str, attempt: str) -> str:
+        """Where attempt ``attempt`` of job ``job_id`` writes (a path/URI Spark can write to)."""
+        _, path, prefix = self._root()
+        return f"{prefix}{path}/_temporary/{job_id}/{attempt}"
+
+    def _job_tmp(self, job_id: str) -> tuple[pafs.FileSystem, str]:
+        fs, path, _ = self._root()
+        return fs, f"{path}/_temporary/{job_id}"
+
+    def _data_entries(self, fs: pafs.FileSystem, root: str) -> list[pafs.FileInfo]:
+        info = fs.get_file_info(root)
+        if info.type == pafs.FileType.NotFound:
+            return []
+        if info.type == pafs.FileType.File:
+            raise SinkException(f"{self.describe()}: {self.path!r} is a file, not a directory")
+        return [
+            e for e in fs.get_file_info(pafs.FileSelector(root, recursive=False))
+            if not _hidden(e.base_name)
+        ]
+
+    # ---- two-phase protocol -------------------------------------------------------------------
+
+    def prepare(self, job_id: str) -> None:
+        """Fail fast if the target holds data and ``mode == "error"``.
+
+        Raises:
+            SinkException: naming the path.
+        """
+        try:
+            fs, root, _ = self._root()
+            entries = self._data_entries(fs, root)
+        except SinkException:
+            raise
+        except (OSError, ValueError) as exc:
+            raise SinkException(f"{self.describe()}: cannot access {self.path!r}: {exc}") from exc
+        if entries and self.mode == "error":
+            raise SinkException(
+                f"{self.describe()}: output path {self.path!r} already holds data "
+                f"(mode='error'; use mode='overwrite' to replace it)"
+            )
+
+    def commit(self, job_id: str, committables: Sequence[Any]) -> None:
+        """Publish the attempts' part files (``committables[i]`` = subtask i's directory).
+
+        Idempotent: a commit that already happened (no temporary directory left) does nothing;
+        a commit interrupted half-way resumes where it stopped.
+        """
+        fs, root, _ = self._root()
+        fs_job, job_tmp = self._job_tmp(job_id)
+        if fs.get_file_info(job_tmp).type == pafs.FileType.NotFound:
+            return
+        marker = f"{job_tmp}/_COMMITTING"
+        if fs.get_file_info(marker).type == pafs.FileType.NotFound:
+            if self.mode == "overwrite":
+                for entry in self._data_entries(fs, root):
+                    if entry.type == pafs.FileType.Directory:
+                        fs.delete_dir(entry.path)
+                    else:
+                        fs.delete_file(entry.path)
+            with fs.open_output_stream(marker) as fh:
+                fh.write(b"")
+        ext = _EXTENSIONS.get(self.format, self.format)
+        for subtask, committable in enumerate(committables):
+            if committable is None:
+                continue
+            _, src_dir, _ = _fs_path(str(committable))
+            if fs.get_file_info(src_dir).type == pafs.FileType.NotFound:
+                continue
+            files = sorted(
+                (e for e in fs.get_file_info(pafs.FileSelector(src_dir, recursive=True))
+                 if e.type == pafs.FileType.File and not _hidden(e.base_name)),
+                key=lambda e: e.path,
+            )
+            for n, entry in enumerate(files):
+                fs.move(entry.path, f"{root}/part-{subtask:05d}-{n:03d}.{ext}")
+            fs.delete_dir(src_dir)
+        self._remove_temporary(fs, job_tmp)
+
+    def abort(self, job_id: str, committables: Sequence[Any]) -> None:
+        """Delete everything the job's attempts wrote; the target stays as it was."""
+        fs, job_tmp = self._job_tmp(job_id)
+        self._remove_temporary(fs, job_tmp)
+        _, root, _ = self._root()
+        try:
+            if fs.get_file_info(root).type == pafs.FileType.Directory and not fs.get_file_info(
+                pafs.FileSelector(root)
+            ):
+                fs.delete_dir(root)  # only the (empty) directory the job's attempts created
+        except OSError:
+            pass
+
+    def _remove_temporary(self, fs: pafs.FileSystem, job_tmp: str) -> None:
+        if fs.get_file_info(job_tmp).type != pafs.FileType.NotFound:
+            fs.delete_dir(job_tmp)
+        parent = job_tmp.rsplit("/", 1)[0]
+        try:
+            if fs.get_file_info(parent).type == pafs.FileType.Directory and not fs.get_file_info(
+                pafs.FileSelector(parent)
+            ):
+                fs.delete_dir(parent)
+        except OSError:
+            pass

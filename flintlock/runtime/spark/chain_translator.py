@@ -1,0 +1,223 @@
+"""Operator chain -> DataFrame plans (one per node; outputs and sinks end in them).
+
+The chain head reads the task's input: a ``SourceSpec`` reads the subtask's splits; any other head
+reads its input gates (a one-input operator with several gates reads their union, a ``JoinSpec``
+joins gate 0 with gate 1, a ``UnionSpec`` unions all gates). Every other node applies its spec to
+its chained input's DataFrame. Nothing runs here except the analysis round trips some PySpark
+calls need (DDL parsing, ``df.schema`` for schema-preserving Python operators); actions happen in
+``stream_task``.
+
+Spec -> Spark: Select/Filter/WithColumn/Drop -> select/filter/withColumn/drop; KeyedAggregate ->
+groupBy.agg; GlobalAggregate -> agg; Distinct -> distinct; Sort -> orderBy; Limit -> limit;
+Join -> join (semi/anti -> left_semi/left_anti; ``on=[...]`` when both sides' keys are equal);
+Union -> unionByName; Map/FlatMap/Filter(fn)/MapBatches(arrow) -> mapInArrow; MapBatches(pandas)
+-> mapInPandas; KeyedProcess/KeyedReduce -> groupBy(keys).applyInArrow (``python_ops``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from flintlock.runtime.operators import specs as S
+from flintlock.runtime.spark import python_ops as P
+from flintlock.runtime.spark.connector_io import read_source
+from flintlock.runtime.spark.errors import (
+    OperatorException,
+    describe_spark_error,
+    is_analysis_error,
+)
+from flintlock.runtime.spark.schema import arrow_schema, parse_ddl
+
+__all__ = ["TranslatedChain", "translate_chain"]
+
+_JOIN_HOW = {
+    "inner": "inner", "left": "left", "right": "right", "full": "full", "outer": "full",
+    "semi": "left_semi", "left_semi": "left_semi", "anti": "left_anti", "left_anti": "left_anti",
+}
+
+
+@dataclass
+class TranslatedChain:
+    """The DataFrames of a chain's nodes and where they go.
+
+    Attributes:
+        frames: DataFrame per node index.
+        outputs: ``(output index, node index)`` for every non-chained output.
+        sinks: ``(sink index, node index, sink object)``; sink index = position among the chain's
+            ``SinkSpec`` nodes (the order of ``JobVertex.sinks``).
+        records_in, bytes_in: what the head reads (0 when unknown).
+    """
+
+    frames: list[Any] = field(default_factory=list)
+    outputs: list[tuple[int, int]] = field(default_factory=list)
+    sinks: list[tuple[int, int, Any]] = field(default_factory=list)
+    records_in: int = 0
+    bytes_in: int = 0
+
+
+def operator_error(vertex: str, node: S.ChainedNode, exc: BaseException) -> OperatorException:
+    """``Operator '<name>' of vertex '<vertex>': <cause>``; analysis errors are non-recoverable."""
+    nr = bool(getattr(exc, "non_recoverable", False)) or is_analysis_error(exc)
+    cause = str(exc) if isinstance(exc, OperatorException) else describe_spark_error(exc)
+    return OperatorException(
+        f"Operator '{node.name}' of vertex '{vertex}': {cause}", non_recoverable=nr,
+        error_class=type(exc).__name__,
+    )
+
+
+def translate_chain(
+    spark: Any,
+    chain: S.OperatorChain,
+    *,
+    vertex_name: str,
+    source_splits: tuple[Any, ...],
+    read_gate: Callable[[int], tuple[Any, int, int]],
+) -> TranslatedChain:
+    """Build the DataFrames of ``chain``.
+
+    Args:
+        spark: the Spark Connect session.
+        chain: the vertex's operator chain.
+        vertex_name: for error messages.
+        source_splits: this subtask's splits (source heads).
+        read_gate: gate index -> ``(DataFrame, rows, bytes)``.
+
+    Raises:
+        OperatorException: naming the operator (non-recoverable for analysis errors and functions
+            that cannot be unpickled).
+        PartitionNotFoundException: from ``read_gate``.
+    """
+    out = TranslatedChain()
+    sink_count = 0
+    for index, node in enumerate(chain.nodes):
+        where = f"Operator '{node.name}' of vertex '{vertex_name}'"
+        try:
+            if node.chained_input is None:
+                df = _head(spark, node, source_splits, read_gate, out, where)
+            else:
+                df = _apply(spark, out.frames[node.chained_input], node.spec, where)
+        except OperatorException:
+            raise
+        except Exception as exc:
+            if _is_spark_error(exc):
+                raise operator_error(vertex_name, node, exc) from exc
+            raise
+        out.frames.append(df)
+        if isinstance(node.spec, S.SinkSpec):
+            out.sinks.append((sink_count, index, node.spec.sink))
+            sink_count += 1
+        for o in node.outputs:
+            out.outputs.append((o, index))
+    return out
+
+
+def _is_spark_error(exc: BaseException) -> bool:
+    try:
+        from pyspark.errors import PySparkException
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(exc, PySparkException)
+
+
+def _head(spark: Any, node: S.ChainedNode, splits: tuple[Any, ...],
+          read_gate: Callable[[int], tuple[Any, int, int]], out: TranslatedChain, where: str) -> Any:
+    spec = node.spec
+    if isinstance(spec, S.SourceSpec):
+        read = read_source(spark, spec.source, splits)
+        out.records_in += read.records
+        out.bytes_in += read.bytes
+        return read.df
+    gates = []
+    for g in node.gate_inputs:
+        df, rows, size = read_gate(g)
+        gates.append(df)
+        out.records_in += rows
+        out.bytes_in += size
+    if isinstance(spec, S.JoinSpec):
+        if len(gates) != 2:
+            raise OperatorException(f"{where}: a join needs 2 input gates, got {len(gates)}",
+                                    non_recoverable=True)
+        return _join(gates[0], gates[1], spec, where)
+    if not gates:
+        raise OperatorException(f"{where}: chain head without source or input gates",
+                                non_recoverable=True)
+    df = functools.reduce(lambda a, b: a.unionByName(b), gates)
+    if isinstance(spec, S.UnionSpec):
+        return df
+    return _apply(spark, df, spec, where)
+
+
+def _join(left: Any, right: Any, spec: S.JoinSpec, where: str) -> Any:
+    how = _JOIN_HOW.get(spec.how.lower())
+    if how is None:
+        raise OperatorException(f"{where}: unknown join type {spec.how!r}", non_recoverable=True)
+    if len(spec.left_on) != len(spec.right_on) or not spec.left_on:
+        raise OperatorException(
+            f"{where}: join keys {spec.left_on} and {spec.right_on} do not pair up",
+            non_recoverable=True,
+        )
+    if tuple(spec.left_on) == tuple(spec.right_on):
+        return left.join(right, on=list(spec.left_on), how=how)
+    cond = functools.reduce(
+        lambda a, b: a & b, [left[lk] == right[rk] for lk, rk in zip(spec.left_on, spec.right_on, strict=False)]
+    )
+    return left.join(right, on=cond, how=how)
+
+
+def _struct(spark: Any, ddl: str) -> Any:
+    return parse_ddl(spark, ddl)
+
+
+def _apply(spark: Any, df: Any, spec: Any, where: str) -> Any:
+    if isinstance(spec, S.SelectSpec):
+        return df.select(*spec.columns)
+    if isinstance(spec, S.FilterSpec):
+        return df.filter(spec.condition)
+    if isinstance(spec, S.WithColumnSpec):
+        return df.withColumn(spec.name, spec.column)
+    if isinstance(spec, S.DropSpec):
+        return df.drop(*spec.names)
+    if isinstance(spec, S.MapSpec):
+        P.check_loadable(spec.fn, where)
+        struct = _struct(spark, spec.output_schema)
+        return df.mapInArrow(P.map_fn(spec.fn, arrow_schema(struct)), struct)
+    if isinstance(spec, S.FlatMapSpec):
+        P.check_loadable(spec.fn, where)
+        struct = _struct(spark, spec.output_schema)
+        return df.mapInArrow(P.flat_map_fn(spec.fn, arrow_schema(struct)), struct)
+    if isinstance(spec, S.FilterFunctionSpec):
+        P.check_loadable(spec.fn, where)
+        return df.mapInArrow(P.filter_fn(spec.fn), df.schema)
+    if isinstance(spec, S.MapBatchesSpec):
+        P.check_loadable(spec.fn, where)
+        struct = _struct(spark, spec.output_schema)
+        if spec.batch_format == "pandas":
+            return df.mapInPandas(P.map_batches_fn(spec.fn), struct)
+        return df.mapInArrow(P.map_batches_fn(spec.fn), struct)
+    if isinstance(spec, S.KeyedAggregateSpec):
+        return df.groupBy(*spec.keys).agg(*spec.aggregates)
+    if isinstance(spec, S.KeyedReduceSpec):
+        P.check_loadable(spec.fn, where)
+        return df.groupBy(*spec.keys).applyInArrow(P.reduce_fn(spec.fn), df.schema)
+    if isinstance(spec, S.KeyedProcessSpec):
+        P.check_loadable(spec.fn, where)
+        struct = _struct(spark, spec.output_schema)
+        return df.groupBy(*spec.keys).applyInArrow(P.process_fn(spec.fn, arrow_schema(struct)), struct)
+    if isinstance(spec, S.GlobalAggregateSpec):
+        return df.agg(*spec.aggregates)
+    if isinstance(spec, S.DistinctSpec):
+        return df.distinct()
+    if isinstance(spec, S.SortSpec):
+        return df.orderBy(*spec.columns)
+    if isinstance(spec, S.LimitSpec):
+        return df.limit(int(spec.n))
+    if isinstance(spec, S.SinkSpec):
+        return df
+    if isinstance(spec, (S.JoinSpec, S.UnionSpec, S.SourceSpec)):
+        raise OperatorException(f"{where}: {type(spec).__name__} can only be a chain head",
+                                non_recoverable=True)
+    raise OperatorException(f"{where}: unsupported operator spec {type(spec).__name__}",
+                            non_recoverable=True)

@@ -1,0 +1,63 @@
+"""Schema helpers: Spark StructType <-> DDL text, cached DDL parsing, Arrow schemas.
+
+Parsing a DDL string needs the Spark Connect server (one round trip); results are cached per
+process because the same vertex's tasks parse the same schemas again and again.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+__all__ = ["arrow_schema", "parse_ddl", "struct_from_json", "struct_to_ddl"]
+
+_cache: dict[str, Any] = {}
+_cache_lock = threading.Lock()
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def struct_to_ddl(struct: Any) -> str:
+    """``StructType`` -> ``"`a` int NOT NULL, `b` string"`` (parseable by Spark's DDL parser)."""
+    parts = []
+    for f in struct.fields:
+        text = f"{_quote(f.name)} {f.dataType.simpleString()}"
+        if not f.nullable:
+            text += " NOT NULL"
+        parts.append(text)
+    return ", ".join(parts)
+
+
+def struct_from_json(text: str) -> Any:
+    """The StructType Spark stores in Parquet footers (JSON) -> ``StructType``."""
+    from pyspark.sql.types import StructType
+
+    return StructType.fromJson(json.loads(text))
+
+
+def parse_ddl(session: Any, ddl: str) -> Any:
+    """DDL string -> ``StructType`` (cached; one server round trip on a miss)."""
+    with _cache_lock:
+        hit = _cache.get(ddl)
+    if hit is not None:
+        return hit
+    from pyspark.sql.types import StructType
+
+    parsed = session._parse_ddl(ddl)
+    if not isinstance(parsed, StructType):
+        from pyspark.sql.types import StructField
+
+        parsed = StructType([StructField("value", parsed, True)])
+    with _cache_lock:
+        _cache[ddl] = parsed
+    return parsed
+
+
+def arrow_schema(struct: Any) -> Any:
+    """``StructType`` -> ``pyarrow.Schema`` as Spark's Arrow Python runners expect it."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(struct, timezone="UTC")

@@ -1,0 +1,216 @@
+"""One Spark Connect session per TaskManager process (ARCHITECTURE section 4).
+
+``SparkSessionProvider.get()`` creates the session lazily, once, thread-safely:
+
+- ``spark.remote`` set (``sc://host:15002``): a Connect client to that server; ``spark.*`` settings
+  are applied as runtime SQL confs (static ones are ignored with a debug log).
+- otherwise an embedded local Connect server on ``local[<cores>]``: the server is started with all
+  ``spark.*`` settings as its SparkConf (so static confs such as ``spark.ui.enabled`` work), on an
+  ephemeral gRPC port (several TaskManager processes on one host never collide), then a Connect
+  client session attaches to it. The embedded server lives as long as the process; a second
+  provider in the same process attaches a new Connect session to the same server.
+
+Pyspark internals used (4.3.0): ``pyspark.sql.connect.session.SparkSession._start_connect_server``
+(what ``builder.remote("local")`` calls) and ``SparkConnectService.localPort()`` through Py4J (what
+pyspark's own tests use to find an ephemeral port).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sys
+import tempfile
+import threading
+import warnings
+import weakref
+from typing import Any
+
+from flintlock.config import Configuration
+
+__all__ = ["SparkSessionProvider", "default_spark_settings"]
+
+log = logging.getLogger(__name__)
+
+_server_lock = threading.Lock()
+_local_server: dict[str, Any] = {}  # master, port: the embedded server of this process
+_providers: weakref.WeakSet[SparkSessionProvider] = weakref.WeakSet()
+_atexit_registered = False
+
+
+def _close_all_at_exit() -> None:
+    # Closing Connect channels from ``__del__`` during interpreter teardown can hang in grpc once
+    # the embedded server is gone; close them first (atexit runs LIFO, after-registered first).
+    for provider in list(_providers):
+        provider.stop()
+
+
+def _register_atexit() -> None:
+    global _atexit_registered
+    if not _atexit_registered:
+        import atexit
+
+        atexit.register(_close_all_at_exit)
+        _atexit_registered = True
+
+_LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n
+# Task and query failures reach the client as exceptions (flintlock names the operator).
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = off
+logger.tsm.name = org.apache.spark.scheduler.TaskSetManager
+logger.tsm.level = off
+logger.connect.name = org.apache.spark.sql.connect
+logger.connect.level = off
+logger.python.name = org.apache.spark.api.python
+logger.python.level = off
+"""
+
+# Static confs (only settable when the embedded server starts).
+_STATIC_DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.artifact.isolation.enabled": "true",
+}
+
+
+def default_spark_settings(cores: int) -> dict[str, str]:
+    """Defaults for a small machine: ``cores`` shuffle partitions, AQE on, no UI, no progress bar."""
+    return {
+        "spark.sql.shuffle.partitions": str(cores),
+        "spark.default.parallelism": str(cores),
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.adaptive.coalescePartitions.enabled": "true",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        **_STATIC_DEFAULTS,
+    }
+
+
+def _log4j_options() -> str:
+    digest = hashlib.sha1(_LOG4J2.encode()).hexdigest()[:8]
+    path = os.path.join(tempfile.gettempdir(), f"flintlock-log4j2-{os.getuid()}-{digest}.properties")
+    if not os.path.exists(path):
+        with open(path, "w") as fh:
+            fh.write(_LOG4J2)
+    return f"-Dlog4j2.configurationFile=file:{path}"
+
+
+def _prepare_environment() -> None:
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # PySpark logs every failed query with its JVM stack trace at ERROR; flintlock reports the
+    # error itself (naming the operator), so keep that logger for critical messages only.
+    logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)
+
+
+def _start_local_server(master: str, settings: dict[str, str]) -> int:
+    """Start (once per process) the embedded Connect server; return its gRPC port."""
+    with _server_lock:
+        if _local_server:
+            if _local_server["master"] != master:
+                log.warning(
+                    "embedded Spark Connect server already runs on %s; ignoring %s",
+                    _local_server["master"], master,
+                )
+            return int(_local_server["port"])
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+        from pyspark.sql.session import SparkSession as ClassicSession
+
+        opts = dict(settings)
+        opts["spark.connect.grpc.binding.port"] = "0"
+        opts["spark.connect.grpc.binding.address"] = "127.0.0.1"
+        extra = opts.get("spark.driver.extraJavaOptions", "")
+        if "log4j2.configurationFile" not in extra:
+            opts["spark.driver.extraJavaOptions"] = f"{extra} {_log4j_options()}".strip()
+        os.environ["SPARK_LOCAL_REMOTE"] = "1"
+        ConnectSession._start_connect_server(master, opts)
+        classic = ClassicSession._instantiatedSession
+        assert classic is not None, "embedded Spark Connect server did not start"
+        classic.sparkContext.setLogLevel("ERROR")
+        jvm = classic._jvm
+        service = getattr(jvm, "org.apache.spark.sql.connect.service.SparkConnectService$")
+        port = int(getattr(service, "MODULE$").localPort())
+        _local_server.update(master=master, port=port, classic=classic)
+        return port
+
+
+class SparkSessionProvider:
+    """Lazily creates and hands out this process's Spark Connect session.
+
+    Args:
+        configuration: the TaskManager configuration; ``spark.remote`` and ``spark.*`` are used.
+    """
+
+    def __init__(self, configuration: Configuration | None = None) -> None:
+        self._configuration = configuration if configuration is not None else Configuration()
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._master: str | None = None
+        self._owned = True
+
+    @classmethod
+    def wrap(cls, session: Any) -> SparkSessionProvider:
+        """A provider around an existing session (tests share one); ``stop()`` leaves it alone."""
+        provider = cls()
+        provider._session = session
+        provider._owned = False
+        provider._master = "shared"
+        return provider
+
+    def get(self) -> Any:
+        """The ``pyspark.sql.connect.session.SparkSession`` (created on first call, ~5 s)."""
+        session = self._session
+        if session is not None:
+            return session
+        with self._lock:
+            if self._session is None:
+                self._session = self._create()
+            return self._session
+
+    def _create(self) -> Any:
+        _prepare_environment()
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+        cores = os.cpu_count() or 1
+        remote = self._configuration.get_raw("spark.remote") or f"local[{cores}]"
+        settings = default_spark_settings(cores)
+        settings.update(self._configuration.spark_settings())
+        if str(remote).startswith("sc://"):
+            url = str(remote)
+            runtime = {k: v for k, v in settings.items() if k not in _STATIC_DEFAULTS}
+        else:
+            port = _start_local_server(str(remote), settings)
+            url = f"sc://localhost:{port}"
+            runtime = {k: v for k, v in settings.items() if k.startswith("spark.sql.")}
+        self._master = str(remote)
+        session = ConnectSession.builder.remote(url).create()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            session.conf._set_all(configs=runtime, silent=True)
+        _providers.add(self)
+        _register_atexit()
+        log.info("Spark Connect session %s on %s", session.session_id, url)
+        return session
+
+    def describe(self) -> dict[str, str]:
+        """``{"master": ..., "version": ...}`` (starts the session if needed)."""
+        session = self.get()
+        return {"master": self._master or "", "version": str(session.version)}
+
+    def stop(self) -> None:
+        """Close the Connect session (the embedded server stays up for the process)."""
+        with self._lock:
+            session, self._session = self._session, None
+        if session is not None and self._owned:
+            try:
+                session.client.close()
+            except Exception:  # pragma: no cover - best effort
+                log.debug("closing Spark Connect session failed", exc_info=True)

@@ -1,0 +1,292 @@
+"""``SparkStreamTask``: the invokable that runs one subtask's operator chain on Spark.
+
+Invokable class path: ``flintlock.runtime.spark.stream_task:SparkStreamTask``.
+
+Needs from ``RuntimeEnvironment.services``: ``"spark"`` (a ``SparkSessionProvider``) and, when the
+vertex produces partitions, ``"shuffle_dir"`` (str, local path or URI).
+
+One attempt = Spark operations under one tag (derived from ``str(attempt_id)``; ``addTag`` is
+thread-local in the Connect client, so only this thread's operations carry it). ``cancel()`` sets a
+flag and calls ``interruptTag``; ``invoke()`` then raises ``TaskCancelledError``. Each output is
+one DataFrame plan ending in its partition write; each sink one plan ending in its write (shared
+upstream operators are recomputed per output: no caching yet).
+
+Follows Flink ``runtime/tasks/StreamTask`` (invoke/cancel) and ``ResultPartitionWriter``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import cloudpickle
+
+from flintlock.runtime.deployment import ResultPartitionDeploymentDescriptor
+from flintlock.runtime.operators.specs import OperatorChain, OutputSpec
+from flintlock.runtime.shuffle.exceptions import PartitionNotFoundException
+from flintlock.runtime.shuffle.layout import partition_uri, release_partitions
+from flintlock.runtime.spark.chain_translator import (
+    TranslatedChain,
+    operator_error,
+    translate_chain,
+)
+from flintlock.runtime.spark.connector_io import write_sink
+from flintlock.runtime.spark.errors import (
+    OperatorException,
+    describe_spark_error,
+    is_analysis_error,
+)
+from flintlock.runtime.spark.partitions import owner_of_missing_path, read_gate, write_partition
+from flintlock.runtime.taskmanager.invokable import RuntimeEnvironment, TaskCancelledError
+from flintlock.runtime.taskmanager.task_execution_state import IOMetrics, TaskResult
+
+__all__ = ["SparkStreamTask", "spark_tag"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def spark_tag(attempt_id: Any) -> str:
+    """A Spark job tag for an attempt: letters, digits, ``_`` and ``-`` only."""
+    return "flintlock-" + re.sub(r"[^A-Za-z0-9_-]", "_", str(attempt_id))
+
+
+#: how often a cancelled task re-sends ``interruptTag`` while ``invoke`` still runs (seconds)
+_INTERRUPT_INTERVAL_S = 0.25
+#: give up re-sending after this long (Flink ``task.cancellation.timeout`` default 180 s)
+_INTERRUPT_DEADLINE_S = 180.0
+
+
+class SparkStreamTask:
+    """Runs the ``OperatorChain`` in ``env.tdd.invokable_payload`` as Spark work.
+
+    Args:
+        env: the task's runtime environment (see the module docstring for the services).
+    """
+
+    def __init__(self, env: RuntimeEnvironment) -> None:
+        self._env = env
+        self._tdd = env.tdd
+        self._tag = spark_tag(env.tdd.attempt_id)
+        self._cancelled = threading.Event()
+        self._done = threading.Event()
+        self._spark: Any = None
+        self._lock = threading.Lock()
+        self._canceler: threading.Thread | None = None
+
+    # ---- cancellation ------------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """Interrupt this attempt's Spark operations; ``invoke`` raises TaskCancelledError.
+
+        A Spark action may start just after an interrupt (between a cancellation check and the
+        action), so, like Flink's TaskCanceler/TaskInterrupter, a daemon thread repeats the
+        interrupt every ``_INTERRUPT_INTERVAL_S`` until ``invoke`` returned, for at most
+        ``_INTERRUPT_DEADLINE_S``.
+        """
+        self._cancelled.set()
+        with self._lock:
+            if self._canceler is not None or self._done.is_set():
+                return
+            self._canceler = threading.Thread(
+                target=self._interrupt_until_done,
+                name=f"Canceler-{self._tdd.attempt_id.short()}",
+                daemon=True,
+            )
+            self._canceler.start()
+
+    def _interrupt_until_done(self) -> None:
+        deadline = time.monotonic() + _INTERRUPT_DEADLINE_S
+        while not self._done.is_set() and time.monotonic() < deadline:
+            with self._lock:
+                spark = self._spark
+            if spark is not None:
+                try:
+                    spark.interruptTag(self._tag)
+                except Exception:
+                    log.debug("interruptTag(%s) failed", self._tag, exc_info=True)
+            self._done.wait(_INTERRUPT_INTERVAL_S)
+
+    def _is_cancelled(self) -> bool:
+        return self._cancelled.is_set() or self._env.cancelled.is_set()
+
+    def _check_cancelled(self) -> None:
+        if self._is_cancelled():
+            raise TaskCancelledError(f"{self._tdd.task_name_with_subtask()} was cancelled")
+
+    def _run(self, action: Callable[[], T]) -> T:
+        """Run one Spark action under the task's tag, honouring cancellation before and after."""
+        self._check_cancelled()
+        result = action()
+        self._check_cancelled()
+        return result
+
+    # ---- invoke --------------------------------------------------------------------------------
+
+    def invoke(self) -> TaskResult:
+        """Run the chain: read inputs, write every output partition and sink; report the result.
+
+        Raises:
+            TaskCancelledError: ``cancel()`` was called.
+            OperatorException: an operator failed (message names operator, vertex and cause).
+            PartitionNotFoundException: an input partition is gone.
+        """
+        try:
+            return self._invoke()
+        finally:
+            self._done.set()
+
+    def _invoke(self) -> TaskResult:
+        self._check_cancelled()
+        chain = self._load_chain()
+        spark = self._env.services["spark"].get()
+        with self._lock:
+            self._spark = spark
+        self._check_cancelled()
+        spark.addTag(self._tag)
+        written: list[str] = []
+        translated: TranslatedChain | None = None
+        try:
+            translated = translate_chain(
+                spark, chain, vertex_name=self._tdd.vertex_name,
+                source_splits=self._tdd.source_splits, read_gate=lambda i: self._read_gate(spark, i),
+            )
+            return self._execute(chain, translated, written)
+        except TaskCancelledError:
+            release_partitions(written)
+            raise
+        except Exception as exc:
+            release_partitions(written)
+            if self._is_cancelled():
+                raise TaskCancelledError(
+                    f"{self._tdd.task_name_with_subtask()} was cancelled"
+                ) from exc
+            if isinstance(exc, (OperatorException, PartitionNotFoundException)):
+                raise
+            raise self._explain(chain, translated, exc) from exc
+        finally:
+            try:
+                spark.removeTag(self._tag)
+            except Exception:
+                log.debug("removeTag failed", exc_info=True)
+
+    def _load_chain(self) -> OperatorChain:
+        try:
+            chain = cloudpickle.loads(self._tdd.invokable_payload)
+        except Exception as exc:
+            raise OperatorException(
+                f"vertex '{self._tdd.vertex_name}': cannot unpickle its operator chain: "
+                f"{type(exc).__name__}: {exc}", non_recoverable=True,
+            ) from exc
+        if not isinstance(chain, OperatorChain):
+            raise OperatorException(
+                f"vertex '{self._tdd.vertex_name}': invokable payload is a "
+                f"{type(chain).__name__}, not an OperatorChain", non_recoverable=True,
+            )
+        return chain
+
+    def _read_gate(self, spark: Any, index: int) -> tuple[Any, int, int]:
+        gates = self._tdd.input_gates
+        if index >= len(gates):
+            raise OperatorException(
+                f"vertex '{self._tdd.vertex_name}' reads input gate {index} but was deployed "
+                f"with {len(gates)} gates", non_recoverable=True,
+            )
+        read = read_gate(spark, gates[index])
+        return read.df, read.rows, read.bytes
+
+    def _partition_for(self, index: int, output: OutputSpec) -> ResultPartitionDeploymentDescriptor:
+        for rpdd in self._tdd.produced_partitions:
+            if rpdd.partition_id.dataset_id == output.dataset_id:
+                return rpdd
+        return self._tdd.produced_partitions[index]
+
+    def _execute(self, chain: OperatorChain, tc: TranslatedChain, written: list[str]) -> TaskResult:
+        tdd = self._tdd
+        locations = []
+        records_out = bytes_out = 0
+        for out_index, node_index in sorted(tc.outputs):
+            output = chain.outputs[out_index]
+            rpdd = self._partition_for(out_index, output)
+            shuffle_dir = self._env.services.get("shuffle_dir")
+            if not shuffle_dir:
+                raise OperatorException(
+                    f"vertex '{tdd.vertex_name}' produces partitions but the TaskManager has "
+                    f"no 'shuffle_dir' service", non_recoverable=True,
+                )
+            uri = partition_uri(str(shuffle_dir), tdd.job_id, rpdd.partition_id, tdd.attempt_id)
+            written.append(uri)
+            df = tc.frames[node_index]
+            try:
+                loc = self._run(lambda df=df, rpdd=rpdd, output=output, uri=uri: write_partition(
+                    df, rpdd, output, uri, tdd.attempt_id))
+            except Exception as exc:
+                text = str(exc)
+                if "`sp`" not in text or not ("AMBIGUOUS_REFERENCE" in text
+                                              or "COLUMN_ALREADY_EXISTS" in text):
+                    raise
+                loc = self._run(lambda df=df, rpdd=rpdd, output=output, uri=uri: write_partition(
+                    df, rpdd, output, uri, tdd.attempt_id, shadow_sp=True))
+            locations.append(loc)
+            records_out += sum(loc.rows_per_subpartition)
+            bytes_out += sum(loc.bytes_per_subpartition)
+        committables: dict[int, object] = {}
+        accumulators: dict[str, bytes] = {}
+        for sink_index, node_index, sink in tc.sinks:
+            committable, acc, rows = write_sink(
+                tc.frames[node_index], sink, job_id=str(tdd.job_id), attempt=self._tag,
+                subtask_index=tdd.subtask_index, parallelism=tdd.number_of_subtasks,
+                print_fn=self._env.print_fn, run=self._run,
+            )
+            if committable is not None:
+                committables[sink_index] = committable
+            accumulators.update(acc)
+            records_out += rows
+        self._check_cancelled()
+        return TaskResult(
+            partitions=tuple(locations),
+            committables=committables,
+            accumulators=accumulators,
+            metrics=IOMetrics(records_in=tc.records_in, records_out=records_out,
+                              bytes_in=tc.bytes_in, bytes_out=bytes_out),
+        )
+
+    # ---- failures --------------------------------------------------------------------------------
+
+    def _explain(self, chain: OperatorChain, tc: TranslatedChain | None, exc: BaseException) -> BaseException:
+        """Name the operator that caused a Spark failure (re-analysing node by node)."""
+        text = str(exc)
+        if "PATH_NOT_FOUND" in text or "FileNotFoundException" in text:
+            for gate in self._tdd.input_gates:
+                loc = owner_of_missing_path(gate, text)
+                if loc is not None:
+                    return PartitionNotFoundException(str(loc.partition_id), loc.uri)
+        vertex = self._tdd.vertex_name
+        if tc is not None and is_analysis_error(exc):
+            for node, df in zip(chain.nodes, tc.frames, strict=False):
+                try:
+                    df.schema  # noqa: B018 - forces analysis of this node's plan
+                except Exception as node_exc:
+                    return operator_error(vertex, node, node_exc)
+        for node in chain.nodes:
+            fn = getattr(node.spec, "fn", None)
+            if fn is not None and fn.name and fn.name in text:
+                return operator_error(vertex, node, exc)
+        if not _is_spark_error(exc):
+            return exc
+        return OperatorException(
+            f"vertex '{vertex}': {describe_spark_error(exc)}",
+            non_recoverable=is_analysis_error(exc), error_class=type(exc).__name__,
+        )
+
+
+def _is_spark_error(exc: BaseException) -> bool:
+    try:
+        from pyspark.errors import PySparkException
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(exc, PySparkException)
