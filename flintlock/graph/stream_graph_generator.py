@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import cloudpickle
 
 from flintlock.api.exceptions import InvalidProgramException
 from flintlock.api.functions import function_name
@@ -35,6 +34,7 @@ from flintlock.api.transformations import (
     SourceTransformation,
     Transformation,
 )
+from flintlock.graph.user_code import dumps_user_function
 from flintlock.graph.stream_graph import (
     DEFAULT_SLOT_SHARING_GROUP,
     ChainingStrategy,
@@ -112,7 +112,7 @@ def serialize_function(fn: Any, operator_name: str) -> SerializedFunction:
         return fn
     name = function_name(fn)
     try:
-        payload = cloudpickle.dumps(fn)
+        payload = dumps_user_function(fn)
     except Exception as exc:
         raise InvalidProgramException(
             f"Cannot serialize the function '{name}' of operator '{operator_name}': "

@@ -141,7 +141,7 @@ def assert_same_result(
     """Assert that ``actual`` (pyspark Rows) equals the reference answer; see the module doc."""
     cols, act = columns_and_tuples(actual)
     exp = [tuple(r) for r in expected_rows]
-    if cols is not None or act:
+    if cols is not None:
         assert cols == list(expected_cols), f"{what}: columns {cols} != expected {list(expected_cols)}"
     assert len(act) == len(exp), (
         f"{what}: {len(act)} rows != expected {len(exp)}\n"
