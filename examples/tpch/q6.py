@@ -5,6 +5,12 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the repository's `examples` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from typing import Any
 
 from pyspark.sql import functions as F

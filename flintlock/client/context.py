@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 
-class ProgramPlanCaptured(BaseException):  # noqa: N818 - control flow, like Flink's ProgramAbortException
+class ProgramPlanCaptured(BaseException):
     """Raised by ``execute()`` in plan-only mode (``flintlock info``) to stop the program.
 
     A BaseException so that a program's ``except Exception`` does not swallow it.

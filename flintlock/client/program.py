@@ -1,12 +1,13 @@
 """Running a user program's ``main`` in this process (Flink ``PackagedProgram``).
 
-The program file runs as ``__main__`` with ``sys.argv = [program, *args]`` and its directory first
-on ``sys.path`` (so it can import its own modules), inside a ``ClientContext`` that carries the
+The program file runs as ``__main__`` with ``sys.argv = [program, *args]``, its directory first on
+``sys.path`` and the working directory after it (so it can import its own modules and packages), inside a ``ClientContext`` that carries the
 command line's settings to every ``execute()``.
 """
 
 from __future__ import annotations
 
+import os
 import runpy
 import sys
 from pathlib import Path
@@ -39,6 +40,8 @@ def run_program(path: str, args: list[str], context: ClientContext) -> ClientCon
     old_argv, old_path = sys.argv, list(sys.path)
     sys.argv = [str(program), *args]
     sys.path.insert(0, str(program.resolve().parent))
+    if os.getcwd() not in sys.path:  # like ``python -m``: the working directory's packages
+        sys.path.insert(1, os.getcwd())
     try:
         with client_context(context):
             try:

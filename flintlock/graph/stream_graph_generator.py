@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-
 from flintlock.api.exceptions import InvalidProgramException
 from flintlock.api.functions import function_name
 from flintlock.api.transformations import (
@@ -34,7 +33,6 @@ from flintlock.api.transformations import (
     SourceTransformation,
     Transformation,
 )
-from flintlock.graph.user_code import dumps_user_function
 from flintlock.graph.stream_graph import (
     DEFAULT_SLOT_SHARING_GROUP,
     ChainingStrategy,
@@ -43,6 +41,7 @@ from flintlock.graph.stream_graph import (
     StreamNode,
     default_max_parallelism,
 )
+from flintlock.graph.user_code import dumps_user_function
 from flintlock.runtime.ids import OperatorID
 from flintlock.runtime.jobgraph.types import JobType, ShipStrategy
 from flintlock.runtime.operators.specs import LimitSpec, SerializedFunction, SinkSpec, SourceSpec

@@ -13,6 +13,7 @@ from flintlock import Configuration, RuntimeExecutionMode, StreamExecutionEnviro
 from flintlock.client.job_client import JobExecutionException
 from flintlock.connectors import FileSink, FileSource
 from flintlock.runtime.jobgraph.types import JobStatus
+from flintlock.testing.waiting import wait_until_sync
 
 pytestmark = [pytest.mark.spark]
 
@@ -27,14 +28,11 @@ def _env() -> StreamExecutionEnvironment:
 
 
 def _no_task_threads(deadline_s: float = 10.0) -> list[str]:
-    end = time.monotonic() + deadline_s
-    alive = []
-    while time.monotonic() < end:
-        alive = [t.name for t in threading.enumerate() if t.name.startswith("Task-")]
-        if not alive:
-            return alive
-        time.sleep(0.02)
-    return alive
+    def alive() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith("Task-")]
+
+    wait_until_sync(lambda: not alive(), deadline_s, describe=alive)
+    return alive()
 
 
 def test_a_column_that_does_not_exist_names_the_column_and_operator() -> None:
@@ -98,15 +96,10 @@ def test_cancelling_a_running_job_through_the_job_client(tmp_path: Path) -> None
 
     env.from_sequence(1, 100_000).map(slow, "id long").sink_to(FileSink.parquet(str(tmp_path / "never")))
     client = env.execute_async("slow job")
-    deadline = time.monotonic() + 60
-    seen = None
-    while time.monotonic() < deadline:
-        details = client.get_job_details()
-        seen = [s.state.name for v in details.vertices for s in v.subtasks]
-        if "RUNNING" in seen:
-            break
-        time.sleep(0.05)
-    assert "RUNNING" in seen, f"job never ran: {seen}"
+    def states() -> list[str]:
+        return [s.state.name for v in client.get_job_details().vertices for s in v.subtasks]
+
+    wait_until_sync(lambda: "RUNNING" in states(), 60, interval_s=0.05, describe=states)
     started = time.monotonic()
     client.cancel()
     with pytest.raises(JobExecutionException) as info:

@@ -73,9 +73,9 @@ def _rows(rows: list[Any]) -> list[tuple[Any, ...]]:
 
 def _close(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> None:
     assert len(a) == len(b), f"{len(a)} rows vs {len(b)} rows"
-    for ra, rb in zip(a, b):
+    for ra, rb in zip(a, b, strict=True):
         assert len(ra) == len(rb)
-        for x, y in zip(ra, rb):
+        for x, y in zip(ra, rb, strict=True):
             if isinstance(x, float) or isinstance(y, float):
                 assert x == pytest.approx(y, rel=1e-9), (ra, rb)
             else:

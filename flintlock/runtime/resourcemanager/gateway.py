@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from flintlock.runtime.ids import AllocationID, JobID, ResourceID, SlotID
-from flintlock.runtime.rpc.service import oneway
 from flintlock.runtime.rpc.messages import Acknowledge
+from flintlock.runtime.rpc.service import oneway
 from flintlock.runtime.taskexecutor.gateway import SlotReport
 
 __all__ = [

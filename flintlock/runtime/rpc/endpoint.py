@@ -106,7 +106,7 @@ class RpcEndpoint:
                 result = fn(*args)
                 if inspect.isawaitable(result):
                     result = await result
-            except BaseException as exc:  # noqa: BLE001 - delivered to the caller
+            except BaseException as exc:
                 if future is not None and not future.done():
                     future.set_exception(exc)
                 elif future is None:
@@ -171,7 +171,7 @@ class RpcEndpoint:
                 result = await awaitable
             except asyncio.CancelledError:
                 raise
-            except BaseException as exc:  # noqa: BLE001 - handed to on_done
+            except BaseException as exc:
                 if on_done is not None:
                     self.post(on_done, None, exc)
                 else:

@@ -22,7 +22,7 @@ def chain_job(*stages: tuple[str, int, ShipStrategy | None], conf: dict[str, str
     vertices: list[JobVertex] = []
     ids = [JobVertexID.generate() for _ in stages]
     prev_ds = None
-    for i, (invokable, parallelism, ship) in enumerate(stages):
+    for i, (invokable, parallelism, _ship) in enumerate(stages):
         results: tuple[IntermediateDataSet, ...] = ()
         if i + 1 < len(stages):
             next_ship = stages[i + 1][2] or ShipStrategy.FORWARD
@@ -45,7 +45,7 @@ async def test_three_vertex_batch_job_finishes_in_region_order(cluster: MiniClus
     assert archived.state is JobStatus.FINISHED
     assert [len(v.subtasks) for v in archived.vertices] == [4, 3, 1]
     # BLOCKING edges: every consumer subtask was deployed after every producer subtask finished
-    for producer, consumer in zip(archived.vertices, archived.vertices[1:]):
+    for producer, consumer in zip(archived.vertices, archived.vertices[1:], strict=False):
         last_finish = max(s.state_timestamps["FINISHED"] for s in producer.subtasks)
         first_deploy = min(s.state_timestamps["DEPLOYING"] for s in consumer.subtasks)
         assert first_deploy >= last_finish

@@ -21,6 +21,7 @@ from flintlock.runtime.spark.errors import OperatorException
 from flintlock.runtime.spark.stream_task import SparkStreamTask
 from flintlock.runtime.taskmanager.invokable import TaskCancelledError
 from flintlock.runtime.taskmanager.task_execution_state import SerializedError
+from flintlock.testing.waiting import wait_until_sync
 
 pytestmark = [pytest.mark.spark]
 
@@ -241,8 +242,11 @@ def test_deleted_partition_raises_partition_not_found(job):
     assert err.partition_not_found == str(res[0].partitions[0].partition_id)
 
 
-def test_cancel_interrupts_running_spark_job(job):
+def test_cancel_interrupts_running_spark_job(job, tmp_path):
+    started = tmp_path / "udf-started"
+
     def slow(batch):
+        started.touch()  # the Python worker is a separate process: signal through a file
         time.sleep(0.5)
         return batch
     chain = collect_chain(S.SourceSpec(SequenceSource(0, 199)),
@@ -264,7 +268,7 @@ def test_cancel_interrupts_running_spark_job(job):
 
         th = threading.Thread(target=run)
         th.start()
-        time.sleep(3)
+        wait_until_sync(started.exists, timeout_s=60, describe=lambda: outcome)
         assert th.is_alive()
         t0 = time.monotonic()
         task.cancel()
