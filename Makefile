@@ -20,7 +20,7 @@ data: $(STAMP)
 	$(BIN)/python -m examples.data --sf $(SF) --out $(DATA)
 
 demo: data
-	$(BIN)/python -m examples.demo --data $(DATA)
+	$(BIN)/python -m examples.demo --data $(DATA) --sf $(SF)
 
 test: $(STAMP)
 	$(BIN)/python -m examples.data --sf 0.01 --out $(DATA)/test --quiet
