@@ -55,22 +55,9 @@ _dynamic = click.option("-D", "dynamic", multiple=True, metavar="KEY=VALUE",
                         help="Set a configuration key (repeatable).")
 
 
-@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("-p", "--parallelism", type=click.IntRange(min=1), default=None,
-              help="Default parallelism of the program's jobs.")
-@click.option("--target", type=click.Choice(["local", "remote"]), default=None,
-              help="Run on a local cluster (default) or a remote session cluster.")
-@_dynamic
-@click.argument("program", type=click.Path(dir_okay=False))
-@_program_args
-def run(parallelism: int | None, target: str | None, dynamic: tuple[str, ...], program: str,
-        args: tuple[str, ...]) -> None:
-    """Run PROGRAM's main; every execute() becomes a job."""
+def _run_program_or_exit(program: str, args: tuple[str, ...], context: ClientContext) -> None:
+    """Run the program; on any failure print a message naming the cause and exit with code 1."""
     try:
-        overrides = _overrides(parallelism, dynamic)
-        if target is not None:
-            overrides.set_string("execution.target", target)
-        context = ClientContext(overrides=overrides, show_progress=None)
         run_program(program, list(args), context)
     except JobExecutionException as exc:
         _fail(f"\nThe program finished with the following exception:\n\n{exc}")
@@ -86,9 +73,34 @@ def run(parallelism: int | None, target: str | None, dynamic: tuple[str, ...], p
         _fail(f"The program's main method raised an exception:\n\n{tb}")
 
 
-@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("-p", "--parallelism", type=click.IntRange(min=1), default=None,
-              help="Default parallelism of the program's jobs.")
+_parallelism = click.option("-p", "--parallelism", type=click.IntRange(min=1), default=None,
+                            help="Default parallelism of the program's jobs.")
+_program_command = cli.command(
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
+)
+
+
+@_program_command
+@_parallelism
+@click.option("--target", type=click.Choice(["local", "remote"]), default=None,
+              help="Run on a local cluster (default) or a remote session cluster.")
+@_dynamic
+@click.argument("program", type=click.Path(dir_okay=False))
+@_program_args
+def run(parallelism: int | None, target: str | None, dynamic: tuple[str, ...], program: str,
+        args: tuple[str, ...]) -> None:
+    """Run PROGRAM's main; every execute() becomes a job."""
+    try:
+        overrides = _overrides(parallelism, dynamic)
+        if target is not None:
+            overrides.set_string("execution.target", target)
+    except IllegalConfigurationException as exc:
+        _fail(f"Error: {exc}")
+    _run_program_or_exit(program, args, ClientContext(overrides=overrides, show_progress=None))
+
+
+@_program_command
+@_parallelism
 @_dynamic
 @click.argument("program", type=click.Path(dir_okay=False))
 @_program_args
@@ -97,17 +109,9 @@ def info(parallelism: int | None, dynamic: tuple[str, ...], program: str,
     """Print the plan JSON of PROGRAM's jobs without running them."""
     try:
         context = ClientContext(overrides=_overrides(parallelism, dynamic), capture_plans=[])
-        run_program(program, list(args), context)
-    except (ProgramInvocationException, ProgramMissingJobException,
-            IllegalConfigurationException) as exc:
+    except IllegalConfigurationException as exc:
         _fail(f"Error: {exc}")
-    except FlintlockException as exc:
-        _fail(f"Error: {type(exc).__name__}: {exc}")
-    except SystemExit:
-        raise
-    except BaseException as exc:
-        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        _fail(f"The program's main method raised an exception:\n\n{tb}")
+    _run_program_or_exit(program, args, context)
     assert context.capture_plans is not None
     for job_graph in context.capture_plans:
         click.echo(json.dumps(dict(job_graph.plan), indent=2))

@@ -228,3 +228,19 @@ REST_PORT = option("rest.port", 8081, nonneg_int, "REST port.", ("web.port",))
 REST_BIND_ADDRESS = option("rest.bind-address", "127.0.0.1", _str, "Interface REST binds.")
 CLIENT_TIMEOUT = option("client.timeout", 60.0, duration, "Client request timeout.")
 WEB_REFRESH = option("web.refresh-interval", 3.0, duration, "Web UI refresh interval.")
+
+# ---- security ------------------------------------------------------------------------------------
+CLUSTER_SECRET = option(
+    "security.cluster.secret", None, _str,
+    "Shared secret that authenticates RPC peers and job submissions (flintlock's own key). "
+    "Nothing is unpickled from a peer that did not present it. `flintlock cluster start` generates "
+    "one when unset.")
+REST_SERVER_MAX_CONTENT = option("rest.server.max-content-length", 104_857_600, parse_memory_bytes,
+                                 "Largest REST request body the server accepts (bytes).")
+REST_CLIENT_MAX_CONTENT = option("rest.client.max-content-length", 104_857_600, parse_memory_bytes,
+                                 "Largest REST response body the client accepts (bytes).")
+WEB_SUBMIT = option("web.submit.enable", True, _bool, "Allow job submission from the web UI.")
+CLUSTER_STATE_DIR = option(
+    "cluster.state-dir", None, _str,
+    "Directory of a standalone cluster's pid files, logs and port files "
+    "(default: ~/.flintlock/cluster).")
