@@ -13,7 +13,20 @@ from typing import Any
 __all__ = ["CollectSink", "PrintSink"]
 
 
-class PrintSink:
+class _SinkWithoutCommit:
+    """A sink with nothing to prepare, commit or abort (the Task does all the work)."""
+
+    def prepare(self, job_id: str) -> None:
+        return None
+
+    def commit(self, job_id: str, committables: Sequence[Any]) -> None:
+        return None
+
+    def abort(self, job_id: str, committables: Sequence[Any]) -> None:
+        return None
+
+
+class PrintSink(_SinkWithoutCommit):
     """Print each row as ``<prefix>:<subtask>> Row(...)`` (subtask 1-based, only if parallelism > 1).
 
     Args:
@@ -33,17 +46,8 @@ class PrintSink:
     def describe(self) -> str:
         return "Print to Std. Out" if not self.prefix else f"Print to Std. Out ({self.prefix})"
 
-    def prepare(self, job_id: str) -> None:
-        return None
 
-    def commit(self, job_id: str, committables: Sequence[Any]) -> None:
-        return None
-
-    def abort(self, job_id: str, committables: Sequence[Any]) -> None:
-        return None
-
-
-class CollectSink:
+class CollectSink(_SinkWithoutCommit):
     """Return the rows to the client (``DataStream.execute_and_collect``)."""
 
     def __init__(self, uid: str) -> None:
@@ -54,12 +58,3 @@ class CollectSink:
 
     def describe(self) -> str:
         return f"Collect Sink ({self.uid})"
-
-    def prepare(self, job_id: str) -> None:
-        return None
-
-    def commit(self, job_id: str, committables: Sequence[Any]) -> None:
-        return None
-
-    def abort(self, job_id: str, committables: Sequence[Any]) -> None:
-        return None

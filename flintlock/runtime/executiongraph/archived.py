@@ -18,6 +18,7 @@ __all__ = [
     "ArchivedExecution",
     "ArchivedExecutionGraph",
     "ArchivedJobVertex",
+    "AttemptIdentity",
     "ExceptionHistoryEntry",
     "JobDetails",
     "JobResult",
@@ -36,16 +37,10 @@ class ExceptionHistoryEntry:
     attempt_id: ExecutionAttemptID | None = None
 
 
-@dataclass(frozen=True)
-class ArchivedExecution:
-    """One attempt of a subtask."""
+class AttemptIdentity:
+    """Subtask index and attempt number read from ``attempt_id`` (live and archived attempts)."""
 
     attempt_id: ExecutionAttemptID
-    state: ExecutionState
-    task_manager: str | None
-    state_timestamps: Mapping[str, int]
-    failure: SerializedError | None = None
-    metrics: IOMetrics = field(default_factory=IOMetrics)
 
     @property
     def subtask_index(self) -> int:
@@ -54,6 +49,18 @@ class ArchivedExecution:
     @property
     def attempt_number(self) -> int:
         return self.attempt_id.attempt_number
+
+
+@dataclass(frozen=True)
+class ArchivedExecution(AttemptIdentity):
+    """One attempt of a subtask."""
+
+    attempt_id: ExecutionAttemptID
+    state: ExecutionState
+    task_manager: str | None
+    state_timestamps: Mapping[str, int]
+    failure: SerializedError | None = None
+    metrics: IOMetrics = field(default_factory=IOMetrics)
 
     def start_time(self) -> int:
         return self.state_timestamps.get("DEPLOYING", -1)

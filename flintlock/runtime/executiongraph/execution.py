@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from flintlock.runtime.executiongraph.archived import ArchivedExecution
+from flintlock.runtime.executiongraph.archived import ArchivedExecution, AttemptIdentity
 from flintlock.runtime.executiongraph.story import Story
 from flintlock.runtime.ids import AllocationID, ExecutionAttemptID, ResourceID
 from flintlock.runtime.jobgraph.types import (
@@ -38,7 +38,7 @@ class SlotAssignment:
     task_executor_address: str
 
 
-class Execution:
+class Execution(AttemptIdentity):
     """One attempt of a subtask: id, state with timestamps, slot, result or failure."""
 
     def __init__(
@@ -66,14 +66,6 @@ class Execution:
         self.result: TaskResult | None = None
         #: the TaskManager (ResourceID text) that reported it, for error messages
         self.task_manager: str | None = None
-
-    @property
-    def subtask_index(self) -> int:
-        return self.attempt_id.subtask_index
-
-    @property
-    def attempt_number(self) -> int:
-        return self.attempt_id.attempt_number
 
     def task_name_with_subtask(self) -> str:
         """Flink's ``"<vertex> (<i+1>/<n>)#<attempt>"``."""

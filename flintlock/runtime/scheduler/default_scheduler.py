@@ -1,10 +1,12 @@
 """DefaultScheduler: the JobMaster's pure scheduling core (``events in -> commands out``).
 
-Follows Flink ``DefaultScheduler`` + ``DefaultExecutionDeployer`` + ``ExecutionFailureHandler``
-(fact sheet 5.1, 7.2, 8.3), as a synchronous state machine in the style of dask's
-``WorkerState``: the JobMaster feeds it ``Event``s (``handle``) and slot offers (``offer_slots``) on
-its mailbox and carries out the returned ``Command``s. No asyncio, no I/O; time comes from the
-injected clock (``monotonic()`` seconds, ``now_ms()`` epoch ms).
+Follows Flink ``DefaultScheduler`` + ``DefaultExecutionDeployer`` (fact sheet 5.1, 7.2), as a
+synchronous state machine in the style of dask's ``WorkerState``: the JobMaster feeds it ``Event``s
+(``handle``) and slot offers (``offer_slots``) on its mailbox and carries out the returned
+``Command``s. No asyncio, no I/O; time comes from the injected clock (``monotonic()`` seconds,
+``now_ms()`` epoch ms). It coordinates pure helpers: ``ExecutionFailureHandler`` and
+``PendingRestarts`` (failover), ``SharedSlotRequests`` (slot sharing bookkeeping) and
+``job_termination`` (sink work, partitions to release, JobResult).
 
 Life of a region (one bulk):
   strategy says schedule -> executions CREATED->SCHEDULED -> one slot request per shared slot
@@ -12,19 +14,18 @@ Life of a region (one bulk):
   execution goes DEPLOYING and a ``DeployTask`` is emitted. A slot is released back to the pool
   (idle) when all executions sharing it are terminal, so in BATCH the next region reuses it.
 
-Failures: a FAILED task asks the restart back-off strategy; if it allows, the failover strategy's
-vertex set is cancelled and, after the back-off and once all of them are terminal, reset to new
-attempts and rescheduled (job RUNNING -> RESTARTING -> RUNNING). Otherwise the job goes FAILING, the
-other executions are cancelled, sinks are aborted and the job ends FAILED with the root cause.
+Failures: for a FAILED task the ``ExecutionFailureHandler`` asks the restart back-off strategy; if
+it allows, the failover strategy's vertex set is cancelled and, after the back-off and once all of
+them are terminal, reset to new attempts and rescheduled (job RUNNING -> RESTARTING -> RUNNING).
+Otherwise the job goes FAILING, the other executions are cancelled, sinks are aborted and the job
+ends FAILED with the root cause.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from flintlock.config import options
@@ -32,6 +33,11 @@ from flintlock.config.configuration import Configuration
 from flintlock.runtime.executiongraph.archived import ExceptionHistoryEntry, JobResult
 from flintlock.runtime.executiongraph.execution import Execution, SlotAssignment
 from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
+from flintlock.runtime.executiongraph.failover.execution_failure_handler import (
+    ExecutionFailureHandler,
+    PendingRestarts,
+    task_failure_entry,
+)
 from flintlock.runtime.executiongraph.failover.failover_strategy import failover_strategy_for
 from flintlock.runtime.executiongraph.failover.pipelined_regions import build_pipelined_regions
 from flintlock.runtime.executiongraph.failover.restart_backoff import (
@@ -49,12 +55,15 @@ from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus
 from flintlock.runtime.jobmaster.slotpool.declarative_slot_pool import (
     AllocatedSlot,
     DeclarativeSlotPool,
-    SlotRequestId,
 )
-from flintlock.runtime.scheduler.accumulators import merge_accumulators
 from flintlock.runtime.scheduler.exceptions import (
     NoResourceAvailableException,
     TaskManagerLostException,
+)
+from flintlock.runtime.scheduler.job_termination import (
+    create_job_result,
+    partitions_to_release,
+    sink_work,
 )
 from flintlock.runtime.scheduler.messages import (
     CancelJob,
@@ -80,6 +89,10 @@ from flintlock.runtime.scheduler.messages import (
     TaskExecutionStateChanged,
     TaskManagerLost,
 )
+from flintlock.runtime.scheduler.shared_slot_requests import (
+    SharedSlotRequest,
+    SharedSlotRequests,
+)
 from flintlock.runtime.scheduler.strategy import PipelinedRegionSchedulingStrategy, ScheduleRegion
 from flintlock.runtime.scheduler.tdd_factory import (
     MissingPartitionLocation,
@@ -93,51 +106,12 @@ __all__ = ["DefaultScheduler", "SchedulerClock"]
 log = logging.getLogger(__name__)
 
 _ACTIVE = (ExecutionState.DEPLOYING, ExecutionState.INITIALIZING, ExecutionState.RUNNING)
-_APPLICATION_STATUS = {
-    JobStatus.FINISHED: "SUCCEEDED",
-    JobStatus.FAILED: "FAILED",
-    JobStatus.CANCELED: "CANCELED",
-}
 
 
 class SchedulerClock(Protocol):
     def monotonic(self) -> float: ...
 
     def now_ms(self) -> int: ...
-
-
-@dataclass(eq=False)
-class _SharedSlotRequest:
-    """One slot for the executions of one slot sharing group and subtask index in one bulk."""
-
-    id: SlotRequestId
-    bulk_id: int
-    members: set[ExecutionAttemptID]
-    slot: AllocatedSlot | None = None
-
-
-@dataclass(eq=False)
-class _Bulk:
-    """The slot requests of one scheduled region; deployed when all have a slot."""
-
-    id: int
-    requests: list[SlotRequestId]
-    #: monotonic seconds since the bulk cannot be fulfilled even with every owned slot
-    unfulfillable_since: float | None = None
-
-
-@dataclass(eq=False)
-class _PendingRestart:
-    id: int
-    vertices: set[ExecutionVertexID]
-    delay_elapsed: bool = False
-
-
-@dataclass
-class _Counters:
-    requests: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    bulks: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    restarts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
 
 class DefaultScheduler:
@@ -164,24 +138,24 @@ class DefaultScheduler:
         self.clock = clock
         self.regions = build_pipelined_regions(graph)
         self.strategy = PipelinedRegionSchedulingStrategy(self.regions, self._partition_finished)
-        self.failover_strategy = failover_strategy_for(
-            configuration.get(options.FAILOVER_STRATEGY),
-            self.regions,
-            self._partition_available,
-            graph.vertex_state,
+        self.failure_handler = ExecutionFailureHandler(
+            graph.job_graph.job_id,
+            failover_strategy_for(
+                configuration.get(options.FAILOVER_STRATEGY),
+                self.regions,
+                self._partition_available,
+                graph.vertex_state,
+            ),
+            restart_backoff or restart_backoff_from_configuration(configuration),
         )
-        self.restart_backoff = restart_backoff or restart_backoff_from_configuration(configuration)
         self.slot_request_timeout_s: float = configuration.get(options.SLOT_REQUEST_TIMEOUT)
         self.slot_idle_timeout_s: float = configuration.get(options.SLOT_IDLE_TIMEOUT)
         self.pool = DeclarativeSlotPool()
         self.splits: Mapping[JobVertexID, list[list[Any]]] = {}
         self.job_configuration = dict(graph.job_graph.configuration)
         self._validate = validate
-        self._ids = _Counters()
-        self._requests: dict[SlotRequestId, _SharedSlotRequest] = {}
-        self._request_of: dict[ExecutionAttemptID, SlotRequestId] = {}
-        self._bulks: dict[int, _Bulk] = {}
-        self._restarts: dict[int, _PendingRestart] = {}
+        self._shared = SharedSlotRequests()
+        self._restarts = PendingRestarts()
         self._declared = 0
         self._idle_check_at: float | None = None
         #: None, "commit" or "abort" while a FinalizeSinks runs
@@ -307,7 +281,7 @@ class DefaultScheduler:
 
     @_handle.register
     def _(self, event: SlotRequestTimeoutCheck) -> None:
-        bulk = self._bulks.get(event.bulk_id)
+        bulk = self._shared.bulk(event.bulk_id)
         if bulk is None or bulk.unfulfillable_since is None:
             return
         elapsed = self.clock.monotonic() - bulk.unfulfillable_since
@@ -338,9 +312,7 @@ class DefaultScheduler:
 
     @_handle.register
     def _(self, event: RestartDelayElapsed) -> None:
-        restart = self._restarts.get(event.restart_id)
-        if restart is not None:
-            restart.delay_elapsed = True
+        if self._restarts.delay_elapsed(event.restart_id):
             self._try_complete_restarts()
 
     # ---- task state updates --------------------------------------------------------------------
@@ -391,22 +363,14 @@ class DefaultScheduler:
         for e in executions:
             ssg = self.graph.vertex(e.attempt_id.execution_vertex_id).job_vertex.job_vertex.slot_sharing_group
             groups.setdefault((ssg, e.subtask_index), []).append(e)
-        bulk = _Bulk(next(self._ids.bulks), [])
-        self._bulks[bulk.id] = bulk
-        for members in groups.values():
-            request = _SharedSlotRequest(
-                next(self._ids.requests), bulk.id, {e.attempt_id for e in members}
-            )
-            self._requests[request.id] = request
-            bulk.requests.append(request.id)
-            for e in members:
-                self._request_of[e.attempt_id] = request.id
+        requests = self._shared.add_bulk({e.attempt_id for e in m} for m in groups.values())
+        for request in requests:
             slot = self.pool.request_slot(request.id)
             if slot is not None:
                 self._assign(request, slot)
         self._deploy_ready_bulks()
 
-    def _assign(self, request: _SharedSlotRequest, slot: AllocatedSlot) -> None:
+    def _assign(self, request: SharedSlotRequest, slot: AllocatedSlot) -> None:
         request.slot = slot
         assignment = SlotAssignment(slot.allocation_id, slot.resource_id, slot.task_executor_address)
         for attempt in request.members:
@@ -416,16 +380,13 @@ class DefaultScheduler:
 
     def _assign_pending_and_deploy(self) -> None:
         for request_id, slot in self.pool.assign_pending():
-            self._assign(self._requests[request_id], slot)
+            self._assign(self._shared.request(request_id), slot)
         self._deploy_ready_bulks()
 
     def _deploy_ready_bulks(self) -> None:
-        for bulk in list(self._bulks.values()):
-            if bulk.id not in self._bulks or any(self._requests[r].slot is None for r in bulk.requests):
-                continue
-            del self._bulks[bulk.id]
+        for bulk in self._shared.take_ready_bulks():
             for request_id in bulk.requests:
-                request = self._requests[request_id]
+                request = self._shared.request(request_id)
                 for attempt in sorted(request.members, key=_attempt_order(self.graph)):
                     execution = self.graph.find_current_execution(attempt)
                     if execution is not None and execution.state is ExecutionState.SCHEDULED:
@@ -452,23 +413,13 @@ class DefaultScheduler:
         self.graph.transition_execution(execution, target, cause)
 
     def _release_slot_share(self, execution: Execution) -> None:
-        request_id = self._request_of.pop(execution.attempt_id, None)
-        if request_id is None:
+        request = self._shared.release(execution.attempt_id)
+        if request is None:
             return
-        request = self._requests[request_id]
-        request.members.discard(execution.attempt_id)
-        if request.members:
-            return
-        del self._requests[request_id]
-        bulk = self._bulks.get(request.bulk_id)
-        if bulk is not None:
-            bulk.requests.remove(request_id)
-            if not bulk.requests:
-                del self._bulks[bulk.id]
         if request.slot is not None:
-            self.pool.release_slot(request_id, self.clock.monotonic())
+            self.pool.release_slot(request.id, self.clock.monotonic())
         else:
-            self.pool.cancel_request(request_id)
+            self.pool.cancel_request(request.id)
 
     def _on_terminal(self, execution: Execution) -> None:
         """An attempt became terminal: free its slot share, then let the job make progress."""
@@ -484,9 +435,7 @@ class DefaultScheduler:
         self._check_global_termination()
 
     def _fail_slot_members(self, slot: AllocatedSlot, message: str) -> None:
-        if slot.request_id is None:
-            return
-        request = self._requests.get(slot.request_id)
+        request = self._shared.find(slot.request_id)
         if request is None:
             return
         request.slot = None
@@ -507,13 +456,7 @@ class DefaultScheduler:
             return
         self._transition(execution, target, error.short())
         execution.failure = error
-        entry = ExceptionHistoryEntry(
-            error=error,
-            timestamp_ms=self.clock.now_ms(),
-            task_name=execution.task_name_with_subtask(),
-            location=execution.location(),
-            attempt_id=execution.attempt_id,
-        )
+        entry = task_failure_entry(execution, error, self.clock.now_ms())
         self.graph.record_failure(entry)
         self._release_slot_share(execution)
         self._handle_task_failure(execution, entry)
@@ -522,46 +465,32 @@ class DefaultScheduler:
     # ---- failure handling ----------------------------------------------------------------------
 
     def _handle_task_failure(self, execution: Execution, entry: ExceptionHistoryEntry) -> None:
-        """Flink ``ExecutionFailureHandler``: restart what the failover strategy says, or fail."""
+        """Carry out the ``ExecutionFailureHandler``'s decision: restart vertices, or fail the job."""
         if self.graph.state not in (JobStatus.RUNNING, JobStatus.RESTARTING):
             return
-        now = self.clock.monotonic()
-        if entry.error.non_recoverable:
-            self._fail_job(entry)
+        result = self.failure_handler.task_failure(
+            execution.attempt_id.execution_vertex_id, entry, self.clock.monotonic()
+        )
+        if not result.can_restart:
+            self._fail_job(result.entry)
             return
-        new_attempt = self.restart_backoff.notify_failure(now)
-        if not self.restart_backoff.can_restart(now):
-            log.info(
-                "job %s: recovery is suppressed by %s", self.graph.job_id, self.restart_backoff.describe()
-            )
-            self._fail_job(entry)
-            return
-        vertex_id = execution.attempt_id.execution_vertex_id
-        vertices = self.failover_strategy.tasks_needing_restart(vertex_id, entry.error) | {vertex_id}
-        if new_attempt:
+        if result.new_attempt:
             self.graph.number_of_restarts += 1
-        self._restart_tasks(vertices, self.restart_backoff.backoff_time_s(now))
-
-    def _restart_tasks(self, vertices: set[ExecutionVertexID], delay_s: float) -> None:
-        already = {v for r in self._restarts.values() for v in r.vertices}
-        vertices = vertices - already
-        if not vertices:
+        restart = self._restarts.add(set(result.vertices_to_restart))
+        if restart is None:
             return
         if self.graph.state is JobStatus.RUNNING:
-            self.graph.transition_to(JobStatus.RESTARTING, f"restarting {len(vertices)} subtask(s)")
-        restart = _PendingRestart(next(self._ids.restarts), set(vertices))
-        self._restarts[restart.id] = restart
-        for v in sorted(vertices, key=_vertex_order(self.graph)):
+            self.graph.transition_to(
+                JobStatus.RESTARTING, f"restarting {len(restart.vertices)} subtask(s)"
+            )
+        for v in sorted(restart.vertices, key=_vertex_order(self.graph)):
             self._cancel_execution(self.graph.vertex(v).current_execution)
-        self._out.append(ScheduleTimer(delay_s, RestartDelayElapsed(restart.id)))
+        self._out.append(ScheduleTimer(result.restart_delay_s, RestartDelayElapsed(restart.id)))
 
     def _try_complete_restarts(self) -> None:
-        for restart in list(self._restarts.values()):
-            if not restart.delay_elapsed:
-                continue
-            if not all(self.graph.vertex(v).current_execution.is_terminal() for v in restart.vertices):
-                continue
-            del self._restarts[restart.id]
+        for restart in self._restarts.take_ready(
+            lambda v: self.graph.vertex(v).current_execution.is_terminal()
+        ):
             now_ms = self.clock.now_ms()
             ordered = sorted(restart.vertices, key=_vertex_order(self.graph))
             for v in ordered:
@@ -604,7 +533,7 @@ class DefaultScheduler:
             return
         if self.sink_phase is not None or not self.graph.all_terminal():
             return
-        work = self._sink_work(commit=False)
+        work = sink_work(self.graph, commit=False)
         if work:
             self.sink_phase = "abort"
             self._out.append(FinalizeSinks(False, work))
@@ -617,64 +546,33 @@ class DefaultScheduler:
 
     def _finish(self) -> None:
         """Every subtask FINISHED: commit the sinks, then the job is FINISHED."""
-        work = self._sink_work(commit=True)
+        work = sink_work(self.graph, commit=True)
         if work:
             self.sink_phase = "commit"
             self._out.append(FinalizeSinks(True, work))
         else:
             self._terminate(JobStatus.FINISHED)
 
-    def _sink_work(self, commit: bool) -> tuple[tuple[Any, tuple[Any, ...]], ...]:
-        work: list[tuple[Any, tuple[Any, ...]]] = []
-        for ejv in self.graph.job_vertices.values():
-            for k, sink in enumerate(ejv.job_vertex.sinks):
-                committables: list[Any] = []
-                for v in ejv.task_vertices:
-                    attempts = [v.current_execution] if commit else [*v.prior_executions, v.current_execution]
-                    for e in attempts:
-                        if e.result is not None and k in e.result.committables:
-                            committables.append(e.result.committables[k])
-                work.append((sink, tuple(committables)))
-        return tuple(work)
-
     def _terminate(self, status: JobStatus) -> None:
         if self.terminated:
             return
         self.graph.transition_to(status)
         self.terminated = True
-        self._bulks.clear()
+        self._shared.clear_bulks()
         self._restarts.clear()
         # release stored partitions on the TaskExecutors that hold them
-        by_address: dict[str, list[IntermediateResultPartitionID]] = {}
-        for v in self.graph.execution_vertices():
-            for e in [*v.prior_executions, v.current_execution]:
-                if e.state is ExecutionState.FINISHED and e.slot is not None and v.produced_partitions:
-                    ids = by_address.setdefault(e.slot.task_executor_address, [])
-                    ids.extend(p.id for p in v.produced_partitions if p.id not in ids)
-        for address, ids in by_address.items():
+        for address, ids in partitions_to_release(self.graph).items():
             self._out.append(ReleasePartitions(address, tuple(ids)))
         for slot in self.pool.release_all():
             self._out.append(FreeSlot(slot.task_executor_address, slot.allocation_id, f"job {status.name}"))
         self._out.append(JobTerminated(self.job_result()))
 
     def job_result(self) -> JobResult:
-        graph = self.graph
-        timestamps = graph.state_timestamps
-        start = timestamps.get(JobStatus.INITIALIZING, timestamps.get(JobStatus.CREATED, 0))
-        end = timestamps.get(graph.state, self.clock.now_ms())
-        finished = [
-            e.result.accumulators
-            for e in graph.current_executions()
-            if e.state is ExecutionState.FINISHED and e.result is not None
-        ]
-        return JobResult(
-            job_id=graph.job_graph.job_id,
-            job_name=graph.job_graph.name,
-            application_status=_APPLICATION_STATUS.get(graph.state, "UNKNOWN"),
-            net_runtime_ms=max(0, end - start),
-            accumulator_results=merge_accumulators(finished),
-            failure=graph.failure_info if graph.state is JobStatus.FAILED else None,
-        )
+        return create_job_result(self.graph, self.clock.now_ms())
+
+    def _is_live_attempt(self, attempt: ExecutionAttemptID) -> bool:
+        execution = self.graph.find_current_execution(attempt)
+        return execution is not None and not execution.is_terminal()
 
     # ---- bookkeeping after every step ----------------------------------------------------------
 
@@ -687,7 +585,7 @@ class DefaultScheduler:
             self._out.append(DeclareResources(required))
         now = self.clock.monotonic()
         owned = self.pool.total_slots()
-        for bulk in self._bulks.values():
+        for bulk in self._shared.bulks():
             if len(bulk.requests) <= owned:
                 bulk.unfulfillable_since = None
             elif bulk.unfulfillable_since is None:
@@ -703,16 +601,7 @@ class DefaultScheduler:
         self.graph.validate()
         self.pool.validate()
         self.strategy.validate()
-        for attempt, request_id in self._request_of.items():
-            request = self._requests[request_id]
-            assert attempt in request.members
-            execution = self.graph.find_current_execution(attempt)
-            assert execution is not None and not execution.is_terminal(), (
-                f"{attempt}: holds a slot request but is not a live current attempt"
-            )
-        for request in self._requests.values():
-            if request.slot is not None:
-                assert request.slot.request_id == request.id, f"request {request.id}: slot mismatch"
+        self._shared.validate(self._is_live_attempt)
         for e in self.graph.current_executions():
             if e.state in (*_ACTIVE, ExecutionState.CANCELING):
                 assert e.slot is not None, f"{e}: deployed without a slot"

@@ -87,19 +87,21 @@ class SlotLost(Event):
 
 
 @dataclass(frozen=True)
-class DeploymentFailed(Event):
-    """``submit_task`` failed for the attempt."""
+class _TaskExecutorCallFailed(Event):
+    """An RPC to a TaskExecutor about one attempt failed with ``error``."""
 
     attempt_id: ExecutionAttemptID
     error: SerializedError
 
 
 @dataclass(frozen=True)
-class CancelTaskFailed(Event):
-    """``cancel_task`` could not reach the TaskExecutor: the attempt counts as cancelled."""
+class DeploymentFailed(_TaskExecutorCallFailed):
+    """``submit_task`` failed for the attempt."""
 
-    attempt_id: ExecutionAttemptID
-    error: SerializedError
+
+@dataclass(frozen=True)
+class CancelTaskFailed(_TaskExecutorCallFailed):
+    """``cancel_task`` could not reach the TaskExecutor: the attempt counts as cancelled."""
 
 
 @dataclass(frozen=True)
@@ -156,35 +158,38 @@ class DeclareResources(Command):
 
 
 @dataclass(frozen=True)
-class DeployTask(Command):
-    """``TaskExecutorGateway.submit_task(tdd)`` at ``task_executor_address``."""
+class _TaskExecutorCommand(Command):
+    """An RPC to the TaskExecutor at ``task_executor_address``."""
 
     task_executor_address: str
+
+
+@dataclass(frozen=True)
+class DeployTask(_TaskExecutorCommand):
+    """``TaskExecutorGateway.submit_task(tdd)`` at ``task_executor_address``."""
+
     tdd: TaskDeploymentDescriptor
 
 
 @dataclass(frozen=True)
-class CancelTask(Command):
+class CancelTask(_TaskExecutorCommand):
     """``TaskExecutorGateway.cancel_task(attempt_id)``."""
 
-    task_executor_address: str
     attempt_id: ExecutionAttemptID
 
 
 @dataclass(frozen=True)
-class FreeSlot(Command):
+class FreeSlot(_TaskExecutorCommand):
     """``TaskExecutorGateway.free_slot(allocation_id, cause)``."""
 
-    task_executor_address: str
     allocation_id: AllocationID
     cause: str
 
 
 @dataclass(frozen=True)
-class ReleasePartitions(Command):
+class ReleasePartitions(_TaskExecutorCommand):
     """``TaskExecutorGateway.release_partitions(job_id, partition_ids)``."""
 
-    task_executor_address: str
     partition_ids: tuple[IntermediateResultPartitionID, ...]
 
 

@@ -1,8 +1,9 @@
 """TaskExecutor: a TaskManager's endpoint; owns its slots and runs Tasks (Flink ``TaskExecutor``).
 
-On start it registers at the ResourceManager (retrying, Flink ``RetryingRegistration``) and sends
-its SlotReport. ``request_slot`` allocates a slot, connects to the job's JobMaster, registers there
-and offers the slot; accepted slots become ACTIVE and take tasks. Each Task runs in its own thread
+On start it registers at the ResourceManager (retrying: ``ResourceManagerConnection``, Flink
+``RetryingRegistration``) and sends its SlotReport. ``request_slot`` allocates a slot, connects to
+the job's JobMaster, registers there and offers the slot; accepted slots become ACTIVE and take
+tasks. Each Task runs in its own thread
 and reports state changes back into this endpoint's mailbox (``post_from_thread``); the endpoint
 forwards INITIALIZING, RUNNING and the final state to the JobMaster, in order per task.
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,7 +23,7 @@ from typing import Any
 
 from flintlock.config.configuration import Configuration
 from flintlock.config.options import REGISTRATION_TIMEOUT, RPC_ASK_TIMEOUT, TASK_SLOTS
-from flintlock.runtime.clock import Clock, TimerHandle
+from flintlock.runtime.clock import Clock
 from flintlock.runtime.deployment import TaskDeploymentDescriptor
 from flintlock.runtime.heartbeat.heartbeat_manager import HeartbeatManager
 from flintlock.runtime.ids import (
@@ -38,7 +38,6 @@ from flintlock.runtime.jobgraph.types import ExecutionState
 from flintlock.runtime.jobmaster.gateway import JobMasterGateway
 from flintlock.runtime.resourcemanager.gateway import (
     RegistrationResponse,
-    ResourceManagerGateway,
     TaskExecutorRegistration,
 )
 from flintlock.runtime.rpc.endpoint import RpcEndpoint
@@ -52,6 +51,11 @@ from flintlock.runtime.taskexecutor.exceptions import (
 )
 from flintlock.runtime.taskexecutor.gateway import SlotOffer, SlotReport
 from flintlock.runtime.taskexecutor.partition_table import PartitionTable, delete_partition_uris
+from flintlock.runtime.taskexecutor.resource_manager_connection import (
+    EstablishedResourceManagerConnection,
+    ResourceManagerConnection,
+    hardware_description,
+)
 from flintlock.runtime.taskexecutor.slot.task_slot_table import TaskSlotTable
 from flintlock.runtime.taskmanager.task import Task
 from flintlock.runtime.taskmanager.task_execution_state import TaskExecutionState
@@ -64,16 +68,8 @@ log = logging.getLogger(__name__)
 _REPORTED_STATES = frozenset({ExecutionState.INITIALIZING, ExecutionState.RUNNING,
                               ExecutionState.FINISHED, ExecutionState.FAILED,
                               ExecutionState.CANCELED})
-_INITIAL_REGISTRATION_TIMEOUT_S = 0.1
-_MAX_REGISTRATION_TIMEOUT_S = 30.0
 _REPORT_RETRIES = 3
 _STOP_TASKS_TIMEOUT_S = 10.0
-
-
-@dataclass
-class _ResourceManagerConnection:
-    gateway: ResourceManagerGateway
-    resource_id: ResourceID
 
 
 @dataclass
@@ -154,14 +150,12 @@ class TaskExecutor(RpcEndpoint):
         self._services = services
         self._spark_info = dict(spark_info or {})
         self._rpc_timeout_s = configuration.get(RPC_ASK_TIMEOUT)
-        self._registration_timeout_s = configuration.get(REGISTRATION_TIMEOUT)
         self._table = TaskSlotTable(number_of_slots or configuration.get(TASK_SLOTS))
         self._partitions = PartitionTable()
-        self._rm: _ResourceManagerConnection | None = None
-        self._registration_generation = 0
-        self._registration_deadline: TimerHandle | None = None
-        #: set when registration gave up (``taskmanager.registration.timeout``)
-        self.registration_error: RegistrationTimeoutException | None = None
+        self._rm_connection = ResourceManagerConnection(
+            self, rpc_service, resource_manager_address, configuration.get(REGISTRATION_TIMEOUT),
+            self._registration, self._on_registered,
+        )
         self._jobs: dict[JobID, _JobConnection] = {}
         self._job_generation = 0
         self._reports: dict[ExecutionAttemptID, _ReportQueue] = {}
@@ -187,7 +181,12 @@ class TaskExecutor(RpcEndpoint):
 
     @property
     def is_registered(self) -> bool:
-        return self._rm is not None
+        return self._rm_connection.established is not None
+
+    @property
+    def registration_error(self) -> RegistrationTimeoutException | None:
+        """Set when registration gave up (``taskmanager.registration.timeout``)."""
+        return self._rm_connection.registration_error
 
     @property
     def slot_table(self) -> TaskSlotTable:
@@ -217,11 +216,11 @@ class TaskExecutor(RpcEndpoint):
         self._jm_heartbeats.start()
         log.info("TaskExecutor %s started at %s with %d slots.", self.resource_id, self.address,
                  self.number_of_slots)
-        self._connect_to_resource_manager()
+        self._rm_connection.connect()
 
     async def on_stop(self) -> None:
         self._stopping = True
-        self._registration_generation += 1
+        self._rm_connection.close()
         self._rm_heartbeats.stop()
         self._jm_heartbeats.stop()
         tasks: list[Task] = self._table.tasks()
@@ -237,9 +236,10 @@ class TaskExecutor(RpcEndpoint):
             if job.gateway is not None:
                 await _quietly(job.gateway.disconnect_task_manager(self.resource_id, cause))
         self._jobs.clear()
-        if self._rm is not None:
-            await _quietly(self._rm.gateway.disconnect_task_manager(self.resource_id, cause))
-            self._rm = None
+        rm = self._rm_connection.established
+        if rm is not None:
+            await _quietly(rm.gateway.disconnect_task_manager(self.resource_id, cause))
+            self._rm_connection.established = None
         # result partitions stay: on shared storage they outlive this TaskManager
 
     async def stop(self) -> None:
@@ -250,97 +250,43 @@ class TaskExecutor(RpcEndpoint):
 
     # ---- ResourceManager connection ------------------------------------------------------------
 
-    def _connect_to_resource_manager(self) -> None:
-        if self._stopping:
-            return
-        self._registration_generation += 1
-        generation = self._registration_generation
-        self._rm = None
-        if self._registration_deadline is not None:
-            self._registration_deadline.cancel()
-        self._registration_deadline = self.schedule(
-            self._registration_timeout_s, self._on_registration_deadline, generation
-        )
-        log.info("Connecting to ResourceManager at %s.", self._rm_address)
-        self._attempt_registration(generation, _INITIAL_REGISTRATION_TIMEOUT_S)
-
-    def _attempt_registration(self, generation: int, timeout_s: float) -> None:
-        if generation != self._registration_generation or self._stopping:
-            return
-        registration = TaskExecutorRegistration(
+    def _registration(self) -> TaskExecutorRegistration:
+        return TaskExecutorRegistration(
             address=self.address,
             resource_id=self.resource_id,
             number_of_slots=self.number_of_slots,
-            hardware=_hardware_description(),
+            hardware=hardware_description(),
             spark=dict(self._spark_info),
         )
-        self.run_async(
-            _register_at(self._rpc, self._rm_address, registration, timeout_s),
-            lambda result, error: self._on_registration_attempt(generation, timeout_s, result,
-                                                                error),
-        )
 
-    def _on_registration_attempt(
-        self, generation: int, timeout_s: float,
-        result: tuple[ResourceManagerGateway, RegistrationResponse] | None,
-        error: BaseException | None,
-    ) -> None:
-        if generation != self._registration_generation or self._stopping:
-            return
-        next_timeout = min(timeout_s * 2, _MAX_REGISTRATION_TIMEOUT_S)
-        if error is not None or result is None or not result[1].success:
-            why = str(error) if error is not None else (result[1].reason if result else "?")
-            if isinstance(error, RpcTimeout):
-                log.debug("Registration at %s timed out after %.1f s; retrying.",
-                          self._rm_address, timeout_s)
-                self._attempt_registration(generation, next_timeout)
-            else:
-                log.debug("Registration at %s failed (%s); retrying in %.1f s.",
-                          self._rm_address, why, timeout_s)
-                self.schedule(timeout_s, self._attempt_registration, generation, next_timeout)
-            return
-        gateway, response = result
-        rm_id = response.resource_id or ResourceID("resourcemanager")
-        if self._registration_deadline is not None:
-            self._registration_deadline.cancel()
-            self._registration_deadline = None
-        self._rm = _ResourceManagerConnection(gateway, rm_id)
-        self.registration_error = None
-        self._rm_heartbeats.monitor_target(rm_id)
-        log.info("Successful registration at ResourceManager %s (%s).", self._rm_address, rm_id)
+    def _on_registered(self, rm: EstablishedResourceManagerConnection, generation: int) -> None:
+        self._rm_heartbeats.monitor_target(rm.resource_id)
+        log.info("Successful registration at ResourceManager %s (%s).", self._rm_address,
+                 rm.resource_id)
         self.run_async(
-            gateway.send_slot_report(self.resource_id, self._slot_report(),
-                                     timeout=self._rpc_timeout_s),
+            rm.gateway.send_slot_report(self.resource_id, self._slot_report(),
+                                        timeout=self._rpc_timeout_s),
             lambda _r, err: self._on_slot_report_sent(generation, err),
         )
 
     def _on_slot_report_sent(self, generation: int, error: BaseException | None) -> None:
-        if error is not None and generation == self._registration_generation:
+        if error is not None and generation == self._rm_connection.generation:
             self._reconnect_to_resource_manager(f"sending the slot report failed: {error}")
-
-    def _on_registration_deadline(self, generation: int) -> None:
-        if generation != self._registration_generation or self._rm is not None:
-            return
-        self._registration_generation += 1  # stop retrying
-        self.registration_error = RegistrationTimeoutException(
-            f"Could not register at the ResourceManager {self._rm_address} within "
-            f"{self._registration_timeout_s:.0f} s (taskmanager.registration.timeout)."
-        )
-        log.error("%s", self.registration_error)
 
     def _reconnect_to_resource_manager(self, cause: str) -> None:
         if self._stopping:
             return
-        if self._rm is not None:
-            log.info("Lost ResourceManager %s: %s Reconnecting.", self._rm.resource_id, cause)
-            self._rm_heartbeats.unmonitor_target(self._rm.resource_id)
-        self._connect_to_resource_manager()
+        rm = self._rm_connection.established
+        if rm is not None:
+            log.info("Lost ResourceManager %s: %s Reconnecting.", rm.resource_id, cause)
+            self._rm_heartbeats.unmonitor_target(rm.resource_id)
+        self._rm_connection.connect()
 
     def _slot_report(self) -> SlotReport:
         return self._table.create_slot_report(self.resource_id)
 
     async def heartbeat_from_resource_manager(self, resource_id: ResourceID) -> None:
-        rm = self._rm
+        rm = self._rm_connection.established
         if rm is None or rm.resource_id != resource_id:
             return
         self._rm_heartbeats.receive_heartbeat(resource_id)
@@ -350,8 +296,9 @@ class TaskExecutor(RpcEndpoint):
         self._reconnect_to_resource_manager(cause)
 
     def _notify_slot_available(self, index: int, allocation_id: AllocationID) -> None:
-        if self._rm is not None and not self._stopping:
-            self.run_async(self._rm.gateway.notify_slot_available(
+        rm = self._rm_connection.established
+        if rm is not None and not self._stopping:
+            self.run_async(rm.gateway.notify_slot_available(
                 self.resource_id, SlotID(self.resource_id, index), allocation_id))
 
     # ---- slots ---------------------------------------------------------------------------------
@@ -606,14 +553,6 @@ class TaskExecutor(RpcEndpoint):
 # ---- helpers that run outside the mailbox (they touch no endpoint state) ---------------------------
 
 
-async def _register_at(
-    rpc: RpcService, address: str, registration: TaskExecutorRegistration, timeout_s: float
-) -> tuple[ResourceManagerGateway, RegistrationResponse]:
-    gateway = await rpc.connect(address, ResourceManagerGateway, timeout_s)
-    response = await gateway.register_task_executor(registration, timeout=timeout_s)
-    return gateway, response
-
-
 async def _register_at_job_master(
     rpc: RpcService, address: str, resource_id: ResourceID, own_address: str, timeout_s: float
 ) -> tuple[JobMasterGateway, RegistrationResponse]:
@@ -637,14 +576,3 @@ def _join_tasks(tasks: list[Task], timeout_s: float) -> list[str]:
     for task in tasks:
         task.join(max(0.0, deadline - time.monotonic()))
     return [t.name for t in tasks if t.is_alive()]
-
-
-def _hardware_description() -> dict[str, int]:
-    hardware = {"cpuCores": os.cpu_count() or 1}
-    try:
-        pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-        hardware["physicalMemory"] = int(pages * page_size)
-        hardware["freeMemory"] = int(os.sysconf("SC_AVPHYS_PAGES") * page_size)
-    except (ValueError, OSError, AttributeError):
-        pass
-    return hardware

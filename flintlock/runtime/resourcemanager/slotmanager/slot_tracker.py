@@ -113,28 +113,30 @@ class JobRequirementsRemoved(SlotTrackerEvent):
 
 
 @dataclass(frozen=True)
-class SlotRequestAcknowledged(SlotTrackerEvent):
+class _SlotAllocationEvent(SlotTrackerEvent):
+    """About one allocation of one slot; ignored once the slot holds another allocation."""
+
     slot_id: SlotID
     allocation_id: AllocationID
+
+
+@dataclass(frozen=True)
+class SlotRequestAcknowledged(_SlotAllocationEvent):
     cause_id: str = ""
 
 
 @dataclass(frozen=True)
-class SlotRequestFailed(SlotTrackerEvent):
+class SlotRequestFailed(_SlotAllocationEvent):
     """The TaskExecutor refused or did not answer; the slot is FREE again, no re-check now."""
 
-    slot_id: SlotID
-    allocation_id: AllocationID
     cause: str = ""
     cause_id: str = ""
 
 
 @dataclass(frozen=True)
-class SlotFreed(SlotTrackerEvent):
+class SlotFreed(_SlotAllocationEvent):
     """The TaskExecutor freed the slot (``notify_slot_available``); no re-check now."""
 
-    slot_id: SlotID
-    allocation_id: AllocationID
     cause_id: str = ""
 
 
@@ -294,27 +296,24 @@ class SlotTracker:
 
     @_handle.register
     def _(self, event: SlotRequestAcknowledged) -> list[AllocateSlot]:
-        slot = self.slot(event.slot_id)
-        if slot is not None and slot.state is SlotState.PENDING \
-                and slot.allocation_id == event.allocation_id:
+        slot = self._slot_of(event)
+        if slot is not None and slot.state is SlotState.PENDING:
             self._transition(slot, SlotState.ALLOCATED, slot.job_id, slot.allocation_id,
                              f"acknowledged cause={event.cause_id}")
         return []
 
     @_handle.register
     def _(self, event: SlotRequestFailed) -> list[AllocateSlot]:
-        slot = self.slot(event.slot_id)
-        if slot is not None and slot.state is SlotState.PENDING \
-                and slot.allocation_id == event.allocation_id:
+        slot = self._slot_of(event)
+        if slot is not None and slot.state is SlotState.PENDING:
             self._transition(slot, SlotState.FREE, None, None,
                              f"request failed ({event.cause}) cause={event.cause_id}")
         return []  # the shell re-checks after a back-off
 
     @_handle.register
     def _(self, event: SlotFreed) -> list[AllocateSlot]:
-        slot = self.slot(event.slot_id)
-        if slot is not None and slot.state is not SlotState.FREE \
-                and slot.allocation_id == event.allocation_id:
+        slot = self._slot_of(event)
+        if slot is not None and slot.state is not SlotState.FREE:
             self._transition(slot, SlotState.FREE, None, None, f"freed cause={event.cause_id}")
         return []  # the shell re-checks after a short delay (a slot freed right after its
         # allocation, e.g. its JobMaster is unreachable, must not loop at full speed)
@@ -324,6 +323,11 @@ class SlotTracker:
         return self._check_requirements(event.cause_id)
 
     # ---- internals -----------------------------------------------------------------------------
+
+    def _slot_of(self, event: _SlotAllocationEvent) -> TaskManagerSlot | None:
+        """The event's slot, if it still holds the event's allocation."""
+        slot = self.slot(event.slot_id)
+        return slot if slot is not None and slot.allocation_id == event.allocation_id else None
 
     def _reconcile(self, slot: TaskManagerSlot, allocation_id: AllocationID | None,
                    job_id: JobID | None, cause_id: str) -> None:
