@@ -1,0 +1,77 @@
+"""``create_app``: Flink's REST API v1 as a FastAPI app in front of a DispatcherGateway.
+
+Every route is served under ``/v1/<path>`` (what Flink's Java ``RestClient`` calls, and what the
+OpenAPI document at ``/openapi.json`` lists) and under ``/<path>`` (what the web dashboard calls).
+Handlers only await the ``DispatcherGateway``; run the app in the JobManager's event loop
+(``RestServer``) so those awaits reach the Dispatcher's mailbox directly. Errors are always
+Flink's ``{"errors": [...]}`` (``flintlock.runtime.rest.errors``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from flintlock.config import Configuration
+from flintlock.config.options import REST_SERVER_MAX_CONTENT
+from flintlock.runtime.dispatcher.gateway import DispatcherGateway
+from flintlock.runtime.rest.errors import handle_exception
+from flintlock.runtime.rest.handlers import cluster, jobs, submit
+from flintlock.runtime.rest.routing import RestContext, wall_clock_ms
+
+__all__ = ["API_VERSION_PREFIX", "create_app"]
+
+#: Prefix of the versioned routes (Flink ``RuntimeRestAPIVersion.V1``).
+API_VERSION_PREFIX = "/v1"
+
+
+def create_app(
+    dispatcher: DispatcherGateway,
+    configuration: Configuration,
+    *,
+    secret: str | None,
+    flink_version: str = "2.1-flintlock",
+    flink_revision: str = "unknown",
+    now_ms: Callable[[], int] | None = None,
+) -> FastAPI:
+    """Build the REST app.
+
+    Args:
+        dispatcher: the gateway every handler calls.
+        configuration: cluster configuration (``web.*``, ``rest.server.max-content-length``).
+        secret: ``security.cluster.secret``; ``POST /jobs`` requires it as a bearer token.
+            ``None`` disables submission (every ``POST /jobs`` is answered 401).
+        flink_version: reported by ``/config`` and ``/overview``.
+        flink_revision: reported as ``flink-revision`` and ``flink-commit``.
+        now_ms: wall clock in epoch ms (tests pass a fixed one).
+
+    Returns:
+        The FastAPI app (serve it with ``RestServer``).
+    """
+    app = FastAPI(
+        title="Flink JobManager REST API (flintlock)",
+        version="v1/" + flink_version,
+        description="Apache Flink's REST API v1, served by flintlock's JobManager. Paths are "
+                    "served with and without the /v1 prefix.",
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.rest = RestContext(
+        dispatcher=dispatcher,
+        configuration=configuration,
+        secret=secret,
+        flink_version=flink_version,
+        flink_revision=flink_revision,
+        max_content_length=int(configuration.get(REST_SERVER_MAX_CONTENT)),
+        now_ms=now_ms or wall_clock_ms,
+    )
+    for router in (cluster.router, jobs.router, submit.router):
+        app.include_router(router, prefix=API_VERSION_PREFIX)
+        app.include_router(router, include_in_schema=False)
+    app.add_exception_handler(StarletteHTTPException, handle_exception)
+    app.add_exception_handler(RequestValidationError, handle_exception)
+    app.add_exception_handler(Exception, handle_exception)
+    return app

@@ -1,0 +1,114 @@
+"""Job handlers: lists, details, status, plan, exceptions, result, vertices, cancellation."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Query
+
+from flintlock.runtime.ids import JobID, JobVertexID
+from flintlock.runtime.rest import messages
+from flintlock.runtime.rest.errors import RestHandlerException
+from flintlock.runtime.rest.routing import Ctx, RestContext, new_router, parse_id
+
+__all__ = ["router"]
+
+router = new_router()
+
+_JOBID_DOC = "32-character hexadecimal string value that identifies a job."
+
+
+@router.get("/jobs", tags=["jobs"], summary="Ids and statuses of all jobs.")
+async def list_jobs(ctx: Ctx) -> dict[str, Any]:
+    return messages.job_ids_with_status(await ctx.dispatcher.list_jobs())
+
+
+@router.get("/jobs/overview", tags=["jobs"], summary="Overview of all jobs.")
+async def jobs_overview(ctx: Ctx) -> dict[str, Any]:
+    return messages.multiple_jobs_details(await ctx.dispatcher.list_jobs())
+
+
+@router.get("/jobs/{jobid}", tags=["jobs"], summary="Details of a job.",
+            description=_JOBID_DOC)
+async def job_details(jobid: str, ctx: Ctx) -> dict[str, Any]:
+    job_id = parse_id(JobID, "jobid", jobid)
+    graph = await ctx.dispatcher.request_job(job_id)
+    return messages.job_details_info(graph, ctx.now_ms())
+
+
+@router.get("/jobs/{jobid}/status", tags=["jobs"], summary="The status of a job.")
+async def job_status(jobid: str, ctx: Ctx) -> dict[str, Any]:
+    job_id = parse_id(JobID, "jobid", jobid)
+    status = await ctx.dispatcher.request_job_status(job_id)
+    return {"status": status.name}
+
+
+@router.get("/jobs/{jobid}/plan", tags=["jobs"], summary="The dataflow plan of a job.")
+async def job_plan(jobid: str, ctx: Ctx) -> dict[str, Any]:
+    job_id = parse_id(JobID, "jobid", jobid)
+    graph = await ctx.dispatcher.request_job(job_id)
+    return messages.job_plan(graph)
+
+
+@router.get("/jobs/{jobid}/exceptions", tags=["jobs"],
+            summary="The most recent exceptions of a job (newest first).")
+async def job_exceptions(
+    jobid: str,
+    ctx: Ctx,
+    max_exceptions: Annotated[int, Query(alias="maxExceptions", ge=0,
+                                         description="Upper limit of exceptions to return.")
+                              ] = messages.DEFAULT_MAX_EXCEPTIONS,
+) -> dict[str, Any]:
+    job_id = parse_id(JobID, "jobid", jobid)
+    graph = await ctx.dispatcher.request_job(job_id)
+    return messages.job_exceptions(graph, max_exceptions)
+
+
+@router.get("/jobs/{jobid}/execution-result", tags=["jobs"],
+            summary="The result of a job execution (IN_PROGRESS until it is globally terminal).")
+async def job_execution_result(jobid: str, ctx: Ctx) -> dict[str, Any]:
+    job_id = parse_id(JobID, "jobid", jobid)
+    result = await ctx.dispatcher.request_job_result(job_id)
+    return messages.execution_result(result)
+
+
+@router.get("/jobs/{jobid}/vertices/{vertexid}", tags=["jobs"],
+            summary="Details of a task (vertex) with its subtasks.")
+async def job_vertex(jobid: str, vertexid: str, ctx: Ctx) -> dict[str, Any]:
+    job_id = parse_id(JobID, "jobid", jobid)
+    vertex_id = parse_id(JobVertexID, "vertexid", vertexid)
+    graph = await ctx.dispatcher.request_job(job_id)
+    for vertex in graph.vertices:
+        if vertex.id == vertex_id:
+            return messages.job_vertex_details(vertex, ctx.now_ms())
+    raise RestHandlerException(404, f"No vertex with ID '{vertex_id}' exists in job {job_id}.")
+
+
+async def _cancel(ctx: RestContext, jobid: str) -> dict[str, Any]:
+    job_id = parse_id(JobID, "jobid", jobid)
+    await ctx.dispatcher.cancel_job(job_id)
+    return {}
+
+
+@router.patch("/jobs/{jobid}", status_code=202, tags=["jobs"], summary="Terminates a job.")
+async def terminate_job(
+    jobid: str,
+    ctx: Ctx,
+    mode: Annotated[str | None, Query(description='"cancel" (default); "stop" unsupported.')
+                    ] = None,
+) -> dict[str, Any]:
+    chosen = (mode or "cancel").lower()
+    if chosen == "stop":
+        raise RestHandlerException(
+            400, "Termination mode 'stop' is not supported; use mode=cancel (flintlock jobs "
+                 "have no savepoints to stop with).")
+    if chosen != "cancel":
+        raise RestHandlerException(
+            400, f"Bad request, invalid query parameter mode: {mode!r} (expected 'cancel').")
+    return await _cancel(ctx, jobid)
+
+
+@router.get("/jobs/{jobid}/yarn-cancel", status_code=202, tags=["jobs"],
+            summary="Cancels a job (legacy GET form the web UI uses).")
+async def yarn_cancel_job(jobid: str, ctx: Ctx) -> dict[str, Any]:
+    return await _cancel(ctx, jobid)

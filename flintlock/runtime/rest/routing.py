@@ -1,0 +1,91 @@
+"""What every handler shares: the ``RestContext``, the error-mapping route class, id parsing."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Annotated, Any, TypeVar
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.routing import APIRoute
+from starlette.responses import Response
+
+from flintlock.config import Configuration
+from flintlock.runtime.dispatcher.gateway import DispatcherGateway
+from flintlock.runtime.ids import HexID
+from flintlock.runtime.rest.errors import RestHandlerException, error_response
+
+__all__ = ["Ctx", "FlinkRoute", "RestContext", "new_router", "parse_id", "rest_context", "wall_clock_ms"]
+
+_H = TypeVar("_H", bound=HexID)
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class RestContext:
+    """The dispatcher and settings the handlers of one app use (``app.state.rest``).
+
+    Attributes:
+        dispatcher: the only thing handlers call.
+        configuration: the cluster configuration.
+        secret: ``security.cluster.secret``; ``None`` disables job submission.
+        flink_version: reported by ``/config`` and ``/overview``.
+        flink_revision: reported as ``flink-revision`` / ``flink-commit``.
+        max_content_length: ``rest.server.max-content-length`` in bytes.
+        now_ms: wall clock in epoch ms (for durations of running jobs).
+    """
+
+    dispatcher: DispatcherGateway
+    configuration: Configuration
+    secret: str | None
+    flink_version: str
+    flink_revision: str
+    max_content_length: int
+    now_ms: Callable[[], int] = field(default=wall_clock_ms)
+
+
+def rest_context(request: Request) -> RestContext:
+    """FastAPI dependency: the app's ``RestContext``."""
+    ctx: RestContext = request.app.state.rest
+    return ctx
+
+
+#: Handler parameter type that injects the app's ``RestContext``.
+Ctx = Annotated[RestContext, Depends(rest_context)]
+
+
+class FlinkRoute(APIRoute):
+    """An ``APIRoute`` whose errors, of any kind, become Flink's ``{"errors": [...]}`` body.
+
+    Catching here (rather than in a catch-all exception handler) answers the client without
+    Starlette's ServerErrorMiddleware re-raising the error into the server.
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def flink_handler(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except Exception as exc:
+                return error_response(exc)
+
+        return flink_handler
+
+
+def new_router() -> APIRouter:
+    return APIRouter(route_class=FlinkRoute)
+
+
+def parse_id(id_type: type[_H], parameter: str, text: str) -> _H:
+    """Parse a 32-hex path parameter; 400 naming ``parameter`` when malformed."""
+    try:
+        return id_type.from_hex(text)
+    except ValueError as exc:
+        raise RestHandlerException(
+            400, f"Bad request, could not parse path parameter {parameter}: {exc}"
+        ) from None
