@@ -114,6 +114,8 @@ class Dispatcher(RpcEndpoint):
         self._on_shutdown_requested = on_shutdown_requested
         self._running: dict[JobID, JobManagerRunner] = {}
         self._completed: OrderedDict[JobID, tuple[ArchivedExecutionGraph, JobResult]] = OrderedDict()
+        #: JobMasters of finished jobs that are still stopping (awaited in ``on_stop``)
+        self._stopping: dict[JobID, Any] = {}
         rpc_service.register(self)
 
     # ---- submission ------------------------------------------------------------------------------
@@ -178,7 +180,10 @@ class Dispatcher(RpcEndpoint):
         log.info("Job %s (%s) reached terminal state %s.", archived.job_id, archived.name,
                  archived.state.name)
         if runner is not None and runner.start_error is None:
-            self.run_async(runner.job_master.stop())
+            job_id = archived.job_id
+            self._stopping[job_id] = runner.job_master
+            self.run_async(runner.job_master.stop(),
+                           lambda _r, _e: self._stopping.pop(job_id, None))
 
     # ---- queries ---------------------------------------------------------------------------------
 
@@ -262,10 +267,13 @@ class Dispatcher(RpcEndpoint):
         return ACK
 
     async def on_stop(self) -> None:
-        for runner in list(self._running.values()):
-            if runner.gateway is not None:
-                try:
-                    await runner.job_master.stop()
-                except Exception:  # best effort while shutting down
-                    log.exception("stopping JobMaster of %s failed", runner.job_graph.job_id)
+        # running jobs' JobMasters, and finished jobs' JobMasters whose stop is still under way
+        # (a background stop would be cancelled with this endpoint and leave a mailbox behind)
+        masters = [r.job_master for r in self._running.values() if r.gateway is not None]
+        masters += list(self._stopping.values())
+        for job_master in masters:
+            try:
+                await job_master.stop()
+            except Exception:  # best effort while shutting down
+                log.exception("stopping JobMaster %s failed", getattr(job_master, "address", "?"))
         self._rpc.unregister(self)

@@ -23,5 +23,10 @@ class FlinkJobNotFoundException(FlintlockException):
     """No job with this id is known (Flink's name, kept so Flink users recognise it)."""
 
     def __init__(self, job_id: object) -> None:
-        super().__init__(f"Could not find Flink job ({job_id})")
-        self.job_id = job_id
+        text = str(job_id)
+        # ``cls(str(exc))`` rebuilds the same message (the RPC codec re-raises it that way)
+        prefix = "Could not find Flink job ("
+        if text.startswith(prefix) and text.endswith(")"):
+            text = text[len(prefix):-1]
+        super().__init__(f"{prefix}{text})")
+        self.job_id = text
