@@ -73,6 +73,20 @@ def _run_program_or_exit(program: str, args: tuple[str, ...], context: ClientCon
         _fail(f"The program's main method raised an exception:\n\n{tb}")
 
 
+_jobmanager_option = click.option(
+    "-m", "--jobmanager", metavar="HOST:PORT", default=None,
+    help="REST address of a session cluster (sets rest.address, rest.port, execution.target=remote).")
+
+
+def _apply_jobmanager(conf: Configuration, value: str) -> None:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise IllegalConfigurationException(f"-m {value!r}: expected host:port, e.g. 127.0.0.1:8081")
+    conf.set_string("rest.address", host)
+    conf.set_string("rest.port", port)
+    conf.set_string("execution.target", "remote")
+
+
 _parallelism = click.option("-p", "--parallelism", type=click.IntRange(min=1), default=None,
                             help="Default parallelism of the program's jobs.")
 _program_command = cli.command(
@@ -84,19 +98,24 @@ _program_command = cli.command(
 @_parallelism
 @click.option("--target", type=click.Choice(["local", "remote"]), default=None,
               help="Run on a local cluster (default) or a remote session cluster.")
+@_jobmanager_option
+@click.option("-d", "--detached", is_flag=True, help="Submit and return the JobID at once.")
 @_dynamic
 @click.argument("program", type=click.Path(dir_okay=False))
 @_program_args
-def run(parallelism: int | None, target: str | None, dynamic: tuple[str, ...], program: str,
-        args: tuple[str, ...]) -> None:
+def run(parallelism: int | None, target: str | None, jobmanager: str | None, detached: bool,
+        dynamic: tuple[str, ...], program: str, args: tuple[str, ...]) -> None:
     """Run PROGRAM's main; every execute() becomes a job."""
     try:
         overrides = _overrides(parallelism, dynamic)
+        if jobmanager is not None:
+            _apply_jobmanager(overrides, jobmanager)
         if target is not None:
             overrides.set_string("execution.target", target)
     except IllegalConfigurationException as exc:
         _fail(f"Error: {exc}")
-    _run_program_or_exit(program, args, ClientContext(overrides=overrides, show_progress=None))
+    context = ClientContext(overrides=overrides, show_progress=None, detached=detached)
+    _run_program_or_exit(program, args, context)
 
 
 @_program_command
@@ -115,6 +134,15 @@ def info(parallelism: int | None, dynamic: tuple[str, ...], program: str,
     assert context.capture_plans is not None
     for job_graph in context.capture_plans:
         click.echo(json.dumps(dict(job_graph.plan), indent=2))
+
+
+def _register_cluster_commands() -> None:
+    from flintlock.client.cluster_cli import register
+
+    register(cli)
+
+
+_register_cluster_commands()
 
 
 def main() -> None:

@@ -1,8 +1,8 @@
 """Pipeline executors: where ``env.execute()`` sends a compiled JobGraph.
 
 ``execution.target`` picks the executor (Flink ``PipelineExecutor``): ``local`` (default) runs the
-job on an in-process MiniCluster; ``remote`` submits to a session cluster (see the session-cluster
-work; not available yet).
+job on an in-process MiniCluster; ``remote`` submits it to a session cluster over REST
+(``flintlock.client.remote``).
 
 The local MiniCluster lives as long as the program: the first ``execute()`` starts it (and the
 process's Spark Connect session, ~5 s), later ``execute()`` calls reuse both, and the process's exit
@@ -40,7 +40,7 @@ __all__ = ["LocalExecutor", "MiniClusterJobClient", "execute_job"]
 log = logging.getLogger(__name__)
 
 
-def execute_job(job_graph: JobGraph, configuration: Configuration) -> MiniClusterJobClient:
+def execute_job(job_graph: JobGraph, configuration: Configuration) -> Any:
     """Run ``job_graph`` where ``execution.target`` says; returns a JobClient.
 
     Under ``flintlock info`` (plan-only mode) the JobGraph is recorded and ``ProgramPlanCaptured``
@@ -54,15 +54,31 @@ def execute_job(job_graph: JobGraph, configuration: Configuration) -> MiniCluste
         ctx.capture_plans.append(job_graph)
         raise ProgramPlanCaptured()
     target = configuration.get(EXECUTION_TARGET)
-    if target != "local":
-        from flintlock.config import IllegalConfigurationException
+    if target == "remote":
+        from flintlock.client.remote import submit_remote
 
-        raise IllegalConfigurationException(
-            f"execution.target={target!r} is not available yet; run with execution.target=local"
-        )
-    client = _local_executor().execute(job_graph, configuration)
+        show = ctx.show_progress if ctx.show_progress is not None else sys.stderr.isatty()
+        client: Any = submit_remote(job_graph, configuration, show)
+    else:
+        client = _local_executor().execute(job_graph, configuration)
     ctx.submitted.append(str(job_graph.job_id))
+    if ctx.detached:
+        stderr_console().print(f"Job has been submitted with JobID {job_graph.job_id}")
+        return DetachedJobClient(client)
     return client
+
+
+class DetachedJobClient:
+    """``flintlock run -d``: ``execute()`` returns at once; results are not awaited."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def get_job_execution_result(self, timeout_s: float | None = None) -> JobExecutionResult:
+        return JobExecutionResult(self._client.job_id, -1, {})
 
 
 _LOCAL: LocalExecutor | None = None

@@ -8,7 +8,11 @@ import pytest
 
 from flintlock import StreamExecutionEnvironment
 from flintlock.client.context import ClientContext, client_context
-from flintlock.config import Configuration, IllegalConfigurationException, load_cluster_configuration
+from flintlock.config import (
+    Configuration,
+    IllegalConfigurationException,
+    load_cluster_configuration,
+)
 
 
 def test_config_yaml_nested_and_flat_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,151 @@
+"""Cluster commands of the ``flintlock`` CLI: processes, ``cluster start|stop``, ``list``, ``cancel``.
+
+``list`` prints jobs like Flink's CLI (``dd.MM.yyyy HH:mm:ss : <jobId> : <name> (<STATE>)``, grouped
+as scheduled, running and terminated); ``cancel`` sends ``PATCH /jobs/:jobid?mode=cancel``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import sys
+
+import click
+
+from flintlock.client.remote import rest_client_for
+from flintlock.client.rest_cluster_client import ClusterNotReachableException, RestClientException
+from flintlock.config import (
+    Configuration,
+    IllegalConfigurationException,
+    load_cluster_configuration,
+)
+from flintlock.exceptions import FlintlockException
+
+__all__ = ["register"]
+
+_SCHEDULED = {"INITIALIZING", "CREATED"}
+_TERMINAL = {"FINISHED", "FAILED", "CANCELED"}
+
+
+def _configuration(dynamic: tuple[str, ...], jobmanager: str | None = None) -> Configuration:
+    try:
+        conf = load_cluster_configuration().add_all(Configuration.from_dynamic_properties(dynamic))
+        if jobmanager:
+            host, _, port = jobmanager.rpartition(":")
+            if not host or not port.isdigit():
+                raise IllegalConfigurationException(f"-m {jobmanager!r}: expected host:port")
+            conf.set_string("rest.address", host).set_string("rest.port", port)
+        return conf
+    except IllegalConfigurationException as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+
+
+def _exit_on_client_errors(fn):  # type: ignore[no-untyped-def]
+    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            return fn(*args, **kwargs)
+        except (ClusterNotReachableException, RestClientException, FlintlockException) as exc:
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(1)
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+_dynamic = click.option("-D", "dynamic", multiple=True, metavar="KEY=VALUE",
+                        help="Set a configuration key (repeatable).")
+_jm = click.option("-m", "--jobmanager", metavar="HOST:PORT", default=None,
+                   help="REST address of the cluster (default: rest.address:rest.port).")
+
+
+def register(cli: click.Group) -> None:
+    """Add the cluster commands to ``cli``."""
+
+    @cli.command("jobmanager")
+    @_dynamic
+    @click.option("--port-file", default=None, help="Write the bound ports here (JSON).")
+    def jobmanager(dynamic: tuple[str, ...], port_file: str | None) -> None:
+        """Run a JobManager process (Dispatcher, ResourceManager, REST) in the foreground."""
+        from flintlock.runtime.entrypoint.job_manager import run_job_manager
+
+        asyncio.run(run_job_manager(_configuration(dynamic), port_file))
+
+    @cli.command("taskmanager")
+    @_dynamic
+    @click.option("--port-file", default=None, help="Write the bound ports here (JSON).")
+    def taskmanager(dynamic: tuple[str, ...], port_file: str | None) -> None:
+        """Run a TaskManager process (TaskExecutor + Spark session) in the foreground."""
+        from flintlock.runtime.entrypoint.task_manager import run_task_manager
+
+        asyncio.run(run_task_manager(_configuration(dynamic), port_file))
+
+    @cli.group("cluster")
+    def cluster() -> None:
+        """Start or stop a standalone session cluster on this machine."""
+
+    @cluster.command("start")
+    @click.option("--taskmanagers", "-n", type=click.IntRange(min=1), default=1, show_default=True)
+    @_dynamic
+    @_exit_on_client_errors
+    def cluster_start(taskmanagers: int, dynamic: tuple[str, ...]) -> None:
+        """Start a JobManager and N TaskManagers in the background."""
+        from flintlock.client.standalone_cluster import start_cluster
+
+        info = start_cluster(_configuration(dynamic), list(dynamic), taskmanagers)
+        click.echo(
+            f"Cluster started: REST http://127.0.0.1:{info.rest_port}, RPC port {info.rpc_port}, "
+            f"{info.task_managers} TaskManager(s); logs in {info.state_dir / 'log'}"
+        )
+
+    @cluster.command("stop")
+    @_dynamic
+    def cluster_stop(dynamic: tuple[str, ...]) -> None:
+        """Stop the cluster started by `flintlock cluster start` (no process is left behind)."""
+        from flintlock.client.standalone_cluster import stop_cluster
+
+        stopped = stop_cluster(_configuration(dynamic))
+        click.echo(f"Stopped {', '.join(stopped)}." if stopped else "No cluster was running.")
+
+    @cli.command("list")
+    @click.option("-r", "--running", is_flag=True, help="Only scheduled and running jobs.")
+    @click.option("-a", "--all", "all_", is_flag=True, help="Also finished, failed and cancelled jobs.")
+    @_jm
+    @_dynamic
+    @_exit_on_client_errors
+    def list_(running: bool, all_: bool, jobmanager: str | None, dynamic: tuple[str, ...]) -> None:
+        """List the cluster's jobs (as Flink's `flink list`)."""
+        with rest_client_for(_configuration(dynamic, jobmanager)) as client:
+            jobs = client.list_jobs()
+
+        def line(job: dict) -> str:  # type: ignore[type-arg]
+            start = dt.datetime.fromtimestamp(job["start-time"] / 1000).strftime("%d.%m.%Y %H:%M:%S")
+            return f"{start} : {job['jid']} : {job['name']} ({job['state']})"
+
+        groups = [
+            ("Scheduled Jobs", [j for j in jobs if j["state"] in _SCHEDULED], True),
+            ("Running/Restarting Jobs",
+             [j for j in jobs if j["state"] not in _SCHEDULED | _TERMINAL], True),
+            ("Terminated Jobs", [j for j in jobs if j["state"] in _TERMINAL], all_ and not running),
+        ]
+        for title, members, show in groups:
+            if not show:
+                continue
+            click.echo(f"------------------ {title} ------------------")
+            if members:
+                for job in sorted(members, key=lambda j: j["start-time"]):
+                    click.echo(line(job))
+            else:
+                click.echo(f"No {title.lower()}.")
+
+    @cli.command("cancel")
+    @click.argument("job_id")
+    @_jm
+    @_dynamic
+    @_exit_on_client_errors
+    def cancel(job_id: str, jobmanager: str | None, dynamic: tuple[str, ...]) -> None:
+        """Cancel the job JOB_ID."""
+        with rest_client_for(_configuration(dynamic, jobmanager)) as client:
+            client.cancel(job_id)
+        click.echo(f"Cancelled job {job_id}.")

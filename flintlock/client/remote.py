@@ -1,0 +1,159 @@
+"""Remote execution: ``execution.target: remote`` submits each job to a session cluster over REST.
+
+The cluster is found at ``rest.address:rest.port`` (``flintlock run -m host:port`` sets both). The
+cluster secret comes from ``security.cluster.secret``, or, for a cluster started on this machine by
+``flintlock cluster start``, from its state directory (``cluster.state-dir``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from flintlock.client.job_client import (
+    JobExecutionResult,
+    describe_failure,
+    job_result_to_execution_result,
+)
+from flintlock.client.progress import follow_job, stderr_console
+from flintlock.client.rest_cluster_client import RestClusterClient
+from flintlock.config import Configuration
+from flintlock.config.options import (
+    CLIENT_TIMEOUT,
+    CLUSTER_SECRET,
+    CLUSTER_STATE_DIR,
+    REST_ADDRESS,
+    REST_PORT,
+)
+from flintlock.runtime.executiongraph.archived import (
+    ArchivedExecution,
+    ArchivedExecutionGraph,
+    ArchivedJobVertex,
+    JobResult,
+)
+from flintlock.runtime.ids import ExecutionAttemptID, ExecutionVertexID, JobID, JobVertexID
+from flintlock.runtime.jobgraph.job_graph import JobGraph
+from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
+
+__all__ = ["RemoteJobClient", "cluster_state_dir", "rest_client_for", "submit_remote"]
+
+
+def cluster_state_dir(configuration: Configuration) -> Path:
+    """Where ``flintlock cluster start`` keeps pid files, logs, ports and the secret."""
+    configured = configuration.get(CLUSTER_STATE_DIR)
+    return Path(configured).expanduser() if configured else Path.home() / ".flintlock" / "cluster"
+
+
+def _secret(configuration: Configuration) -> str | None:
+    secret = configuration.get(CLUSTER_SECRET)
+    if secret:
+        return str(secret)
+    path = cluster_state_dir(configuration) / "secret"
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _rest_port(configuration: Configuration) -> int:
+    """``rest.port`` when configured (and not 0, which servers use for "any port"); else the port
+    of a cluster started on this machine by ``flintlock cluster start`` (its port file); else the
+    default 8081."""
+    if configuration.contains(REST_PORT) and int(configuration.get(REST_PORT)) != 0:
+        return int(configuration.get(REST_PORT))
+    try:
+        data = json.loads((cluster_state_dir(configuration) / "jobmanager.port").read_text())
+        return int(data["rest_port"])
+    except (OSError, ValueError, KeyError):
+        return int(configuration.get(REST_PORT))
+
+
+def rest_client_for(configuration: Configuration) -> RestClusterClient:
+    return RestClusterClient(
+        configuration.get(REST_ADDRESS), _rest_port(configuration), _secret(configuration),
+        configuration.get(CLIENT_TIMEOUT),
+    )
+
+
+def submit_remote(job_graph: JobGraph, configuration: Configuration, show_progress: bool) -> RemoteJobClient:
+    client = rest_client_for(configuration)
+    client.submit_job(job_graph)
+    return RemoteJobClient(client, job_graph.job_id, job_graph.name, show_progress)
+
+
+def _archived_from_rest(body: dict[str, Any]) -> ArchivedExecutionGraph:
+    """Just enough of ``GET /jobs/:jobid`` for progress display (per-vertex task counts)."""
+    vertices = []
+    for v in body.get("vertices", []):
+        vid = JobVertexID.from_hex(v["id"])
+        subtasks = []
+        index = 0
+        for state_name, count in v.get("tasks", {}).items():
+            for _ in range(int(count)):
+                attempt = ExecutionAttemptID(ExecutionVertexID(vid, index), 0, "")
+                subtasks.append(ArchivedExecution(attempt, ExecutionState[state_name], None, {}))
+                index += 1
+        vertices.append(ArchivedJobVertex(vid, v["name"], int(v["parallelism"]),
+                                          int(v.get("maxParallelism", v["parallelism"])), "default",
+                                          tuple(subtasks)))
+    return ArchivedExecutionGraph(
+        JobID.from_hex(body["jid"]), body.get("name", ""), JobType(body.get("job-type", "BATCH")),
+        JobStatus(body["state"]), dict(body.get("timestamps", {})), tuple(vertices),
+    )
+
+
+class RemoteJobClient:
+    """JobClient of a job on a session cluster (polls REST)."""
+
+    def __init__(self, client: RestClusterClient, job_id: JobID, job_name: str,
+                 show_progress: bool) -> None:
+        self._client = client
+        self._job_id = job_id
+        self._job_name = job_name
+        self._show_progress = show_progress
+
+    @property
+    def job_id(self) -> JobID:
+        return self._job_id
+
+    def get_job_status(self) -> JobStatus:
+        return JobStatus(self._client.job_status(self._job_id))
+
+    def get_job_details(self) -> ArchivedExecutionGraph:
+        return _archived_from_rest(self._client.job_details(self._job_id))
+
+    def cancel(self) -> None:
+        self._client.cancel(self._job_id)
+
+    def get_job_result(self, timeout_s: float | None = None) -> JobResult:
+        holder: list[JobResult] = []
+
+        def done() -> bool:
+            if not holder:
+                r = self._client.job_result(self._job_id)
+                if r is not None:
+                    holder.append(r)
+            return bool(holder)
+
+        if self._show_progress:
+            follow_job(self.get_job_details, done, stderr_console())
+            return holder[0]
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        interval = 0.01
+        while not done():
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"job {self._job_id} not finished after {timeout_s} s")
+            time.sleep(interval)
+            interval = min(interval * 2, 0.2)
+        return holder[0]
+
+    def get_job_execution_result(self, timeout_s: float | None = None) -> JobExecutionResult:
+        result = self.get_job_result(timeout_s)
+        console = stderr_console()
+        if result.is_success:
+            console.print(f"Job {result.job_id} ({self._job_name}) FINISHED in {result.net_runtime_ms} ms")
+        else:
+            console.print(describe_failure(result).splitlines()[0])
+        return job_result_to_execution_result(result)

@@ -1,0 +1,183 @@
+"""RestClusterClient: a session cluster as seen through its REST API (Flink ``RestClusterClient``).
+
+Every call goes to ``http://<rest.address>:<rest.port>/v1/...`` with ``client.timeout``. A cluster
+that does not answer raises ``ClusterNotReachableException`` naming the address it tried and how to
+start one; REST errors raise ``RestClientException`` carrying Flink's ``{"errors": [...]}`` text.
+
+Job submission sends the JobGraph (see ``flintlock.runtime.rest.submission``) with the cluster
+secret (``security.cluster.secret``) as a bearer token: the JobManager never unpickles a
+submission from an unauthenticated client.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import platform
+from typing import Any
+
+import httpx
+
+from flintlock.exceptions import FlintlockException
+from flintlock.runtime.executiongraph.archived import ExceptionHistoryEntry, JobResult
+from flintlock.runtime.ids import JobID
+from flintlock.runtime.jobgraph.job_graph import JobGraph
+from flintlock.runtime.taskmanager.task_execution_state import SerializedError
+
+__all__ = ["ClusterNotReachableException", "RestClientException", "RestClusterClient"]
+
+
+class ClusterNotReachableException(FlintlockException):
+    """No REST server answered at the configured address."""
+
+
+class RestClientException(FlintlockException):
+    """The REST server answered with an error (status code and Flink's errors list)."""
+
+    def __init__(self, status_code: int, errors: list[str], url: str) -> None:
+        self.status_code = status_code
+        self.errors = errors
+        super().__init__(f"{url} answered {status_code}: {'; '.join(errors) or 'no details'}")
+
+
+def _client_versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    versions = {"python": platform.python_version()}
+    for dist in ("pyspark", "flintlock"):
+        try:
+            versions[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            versions[dist] = "unknown"
+    return versions
+
+
+class RestClusterClient:
+    """Synchronous client of one cluster's REST API.
+
+    Args:
+        address: REST host.
+        port: REST port.
+        secret: the cluster secret, needed only to submit jobs.
+        timeout_s: per-request timeout (``client.timeout``).
+    """
+
+    def __init__(self, address: str, port: int, secret: str | None = None,
+                 timeout_s: float = 60.0) -> None:
+        self.address = address
+        self.port = port
+        self.base_url = f"http://{address}:{port}"
+        self._secret = secret
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> RestClusterClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- plumbing ----------------------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        url = f"/v1{path}"
+        try:
+            response = self._http.request(method, url, **kwargs)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise ClusterNotReachableException(
+                f"No flintlock cluster is reachable at {self.base_url} ({exc}). Start one with "
+                "`flintlock cluster start`, or point the client at yours with -m host:port "
+                "(rest.address / rest.port)."
+            ) from None
+        except httpx.HTTPError as exc:
+            raise ClusterNotReachableException(f"Request to {self.base_url}{url} failed: {exc}") from None
+        if response.status_code >= 400:
+            try:
+                errors = list(response.json().get("errors", []))
+            except (ValueError, AttributeError):
+                errors = [response.text[:500]]
+            raise RestClientException(response.status_code, errors, f"{self.base_url}{url}")
+        if not response.content:
+            return {}
+        return response.json()
+
+    # ---- cluster -------------------------------------------------------------------------------------
+
+    def overview(self) -> dict[str, Any]:
+        return self._request("GET", "/overview")
+
+    def config(self) -> dict[str, Any]:
+        return self._request("GET", "/config")
+
+    def task_managers(self) -> list[dict[str, Any]]:
+        return list(self._request("GET", "/taskmanagers")["taskmanagers"])
+
+    def shutdown(self) -> None:
+        self._request("DELETE", "/cluster")
+
+    # ---- jobs ----------------------------------------------------------------------------------------
+
+    def submit_job(self, job_graph: JobGraph) -> JobID:
+        """Submit; raises RestClientException (e.g. 401 without the secret, 400 version mismatch)."""
+        from flintlock.runtime.rest.submission import serialize_job_graph
+
+        request = {"jobGraphFileName": "job.graph", "client": _client_versions()}
+        headers = {"Authorization": f"Bearer {self._secret}"} if self._secret else {}
+        self._request(
+            "POST", "/jobs", headers=headers,
+            data={"request": json.dumps(request)},
+            files={"job.graph": ("job.graph", serialize_job_graph(job_graph),
+                                 "application/octet-stream")},
+        )
+        return job_graph.job_id
+
+    def list_jobs(self) -> list[dict[str, Any]]:
+        return list(self._request("GET", "/jobs/overview")["jobs"])
+
+    def job_details(self, job_id: JobID | str) -> dict[str, Any]:
+        return self._request("GET", f"/jobs/{job_id}")
+
+    def job_status(self, job_id: JobID | str) -> str:
+        return str(self._request("GET", f"/jobs/{job_id}/status")["status"])
+
+    def cancel(self, job_id: JobID | str) -> None:
+        self._request("PATCH", f"/jobs/{job_id}", params={"mode": "cancel"})
+
+    def job_result(self, job_id: JobID | str) -> JobResult | None:
+        """The JobResult once the job is globally terminal, else ``None``."""
+        body = self._request("GET", f"/jobs/{job_id}/execution-result")
+        if body.get("status", {}).get("id") != "COMPLETED":
+            return None
+        return job_result_from_json(body["job-execution-result"], self.job_name(job_id))
+
+    def job_name(self, job_id: JobID | str) -> str:
+        try:
+            return str(self.job_details(job_id).get("name", ""))
+        except RestClientException:
+            return ""
+
+
+def job_result_from_json(body: dict[str, Any], job_name: str = "") -> JobResult:
+    """Flink's ``job-execution-result`` JSON -> JobResult (accumulators are base64 strings)."""
+    failure = None
+    cause = body.get("failure-cause")
+    if cause:
+        stack = str(cause.get("stack-trace", ""))
+        class_name = str(cause.get("class", "Exception"))
+        message = stack.strip().splitlines()[-1] if stack.strip() else ""
+        if message.startswith(class_name + ":"):
+            message = message[len(class_name) + 1:].strip()
+        failure = ExceptionHistoryEntry(
+            SerializedError(class_name, str(cause.get("message", message)), stack),
+            int(cause.get("timestamp", 0)),
+            cause.get("task-name"), cause.get("location"),
+        )
+    accumulators = {
+        name: base64.b64decode(value) for name, value in body.get("accumulator-results", {}).items()
+    }
+    return JobResult(
+        JobID.from_hex(body["id"]), job_name, str(body.get("application-status", "UNKNOWN")),
+        int(body.get("net-runtime", 0)), accumulators, failure,
+    )

@@ -1,0 +1,202 @@
+"""``flintlock cluster start|stop``: a standalone session cluster on this machine.
+
+Like Flink's ``start-cluster.sh`` / ``stop-cluster.sh``: one JobManager and N TaskManagers as
+background processes. Everything lives in the state directory (``cluster.state-dir``, default
+``~/.flintlock/cluster``): ``<name>.pid``, ``<name>.port`` (JSON with the bound ports), ``log/<name>.log``
+and ``secret`` (mode 0600; the cluster secret, generated when ``security.cluster.secret`` is unset).
+Each daemon runs in its own session (process group), so ``stop`` also ends its Spark JVM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from flintlock.client.remote import cluster_state_dir
+from flintlock.client.rest_cluster_client import RestClusterClient
+from flintlock.config import Configuration
+from flintlock.config.options import CLUSTER_SECRET
+from flintlock.exceptions import FlintlockException
+from flintlock.runtime.entrypoint.common import SECRET_ENV
+
+__all__ = ["ClusterInfo", "StandaloneClusterException", "start_cluster", "stop_cluster"]
+
+
+class StandaloneClusterException(FlintlockException):
+    """The cluster could not be started or stopped; the message says why and where the logs are."""
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    state_dir: Path
+    rest_port: int
+    rpc_port: int
+    task_managers: int
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _pid_files(state: Path) -> list[Path]:
+    return sorted(state.glob("*.pid"))
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _ensure_secret(state: Path, configuration: Configuration) -> str:
+    configured = configuration.get(CLUSTER_SECRET)
+    if configured:
+        return str(configured)
+    path = state / "secret"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        value = secrets.token_hex(32)
+        f.write(value)
+    return value
+
+
+def _spawn(name: str, args: list[str], state: Path, secret: str) -> subprocess.Popen[bytes]:
+    log_dir = state / "log"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_file = open(log_dir / f"{name}.log", "ab")
+    env = {**os.environ, SECRET_ENV: secret, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flintlock", "-v", *args, "--port-file", str(state / f"{name}.port")],
+        stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+        start_new_session=True,
+    )
+    log_file.close()
+    (state / f"{name}.pid").write_text(str(proc.pid))
+    return proc
+
+
+def _wait_for_port_file(name: str, proc: subprocess.Popen[bytes], state: Path,
+                        timeout_s: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    path = state / f"{name}.port"
+    while time.monotonic() < deadline:
+        data = _read_json(path)
+        if data is not None:
+            return data
+        if proc.poll() is not None:
+            raise StandaloneClusterException(
+                f"{name} exited with code {proc.returncode} during start-up; see "
+                f"{state / 'log' / (name + '.log')}"
+            )
+        time.sleep(0.05)
+    raise StandaloneClusterException(
+        f"{name} did not come up within {timeout_s:.0f} s; see {state / 'log' / (name + '.log')}"
+    )
+
+
+def start_cluster(configuration: Configuration, dynamic: list[str], task_managers: int,
+                  timeout_s: float = 180.0) -> ClusterInfo:
+    """Start a JobManager and ``task_managers`` TaskManagers; return once all registered.
+
+    Raises:
+        StandaloneClusterException: a cluster is already running from this state directory, a
+            process died during start-up, or the TaskManagers did not register in time.
+    """
+    state = cluster_state_dir(configuration)
+    state.mkdir(parents=True, exist_ok=True)
+    running = [p for p in _pid_files(state) if (pid := _read_pid(p)) and _alive(pid)]
+    if running:
+        raise StandaloneClusterException(
+            f"A cluster is already running from {state} ({', '.join(p.stem for p in running)}); "
+            "stop it with `flintlock cluster stop`."
+        )
+    for stale in list(state.glob("*.pid")) + list(state.glob("*.port")):
+        stale.unlink(missing_ok=True)
+    secret = _ensure_secret(state, configuration)
+    d_args = [a for item in dynamic for a in ("-D", item)]
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        jm = _spawn("jobmanager", ["jobmanager", *d_args], state, secret)
+        started.append(jm)
+        ports = _wait_for_port_file("jobmanager", jm, state, 60)
+        tm_args = [*d_args, "-D", f"jobmanager.rpc.port={ports['rpc_port']}"]
+        for i in range(task_managers):
+            started.append(_spawn(f"taskmanager-{i}", ["taskmanager", *tm_args], state, secret))
+        client = RestClusterClient("127.0.0.1", int(ports["rest_port"]), secret)
+        deadline = time.monotonic() + timeout_s
+        registered = 0
+        while time.monotonic() < deadline:
+            for i, proc in enumerate(started[1:]):
+                if proc.poll() is not None:
+                    raise StandaloneClusterException(
+                        f"taskmanager-{i} exited with code {proc.returncode}; see "
+                        f"{state / 'log' / f'taskmanager-{i}.log'}"
+                    )
+            registered = int(client.overview().get("taskmanagers", 0))
+            if registered >= task_managers:
+                break
+            time.sleep(0.2)
+        else:
+            raise StandaloneClusterException(
+                f"only {registered} of {task_managers} TaskManagers registered within "
+                f"{timeout_s:.0f} s; see the logs in {state / 'log'}"
+            )
+        client.close()
+    except BaseException:
+        _terminate(state)
+        raise
+    return ClusterInfo(state, int(ports["rest_port"]), int(ports["rpc_port"]), task_managers)
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _terminate(state: Path, grace_s: float = 30.0) -> list[str]:
+    """SIGTERM every daemon's process group (TaskManagers first), SIGKILL after ``grace_s``."""
+    pid_files = sorted(_pid_files(state), key=lambda p: p.stem.startswith("jobmanager"))
+    stopped = []
+    for path in pid_files:
+        pid = _read_pid(path)
+        if pid and _alive(pid):
+            try:
+                os.killpg(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            stopped.append(path.stem)
+    deadline = time.monotonic() + grace_s
+    for path in pid_files:
+        pid = _read_pid(path)
+        while pid and _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if pid:
+            try:
+                os.killpg(pid, signal.SIGKILL)  # survivors, and any child left in the group
+            except ProcessLookupError:
+                pass
+        path.unlink(missing_ok=True)
+        (state / f"{path.stem}.port").unlink(missing_ok=True)
+    return stopped
+
+
+def stop_cluster(configuration: Configuration) -> list[str]:
+    """Stop the cluster started from the state directory; returns the names of stopped daemons."""
+    return _terminate(cluster_state_dir(configuration))

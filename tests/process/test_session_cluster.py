@@ -1,0 +1,163 @@
+"""A session cluster as users run it: ``flintlock cluster start``, ``run``, ``list``, ``cancel``,
+REST, ``cluster stop`` (STYLE layer 4: separate processes, talked to only through CLI and REST)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = [pytest.mark.process, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(600)]
+
+REPO = Path(__file__).resolve().parents[2]
+FLINTLOCK = [sys.executable, "-m", "flintlock"]
+DATA = REPO / "data" / "test"
+
+SLOW_PROGRAM = """
+import sys, time
+from flintlock import StreamExecutionEnvironment
+from flintlock.connectors import FileSink
+
+def slow(row):
+    time.sleep(0.02)
+    return (row.id,)
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(1)
+env.from_sequence(1, int(sys.argv[2])).map(slow, "id long").sink_to(FileSink.parquet(sys.argv[1]))
+env.execute(sys.argv[3])
+"""
+
+
+def _cli(state: Path, *args: str, timeout: float = 300, check: bool = False) -> subprocess.CompletedProcess[str]:
+    """``flintlock <command> ... -D cluster.state-dir=<state>``: finds the cluster by its port file."""
+    proc = subprocess.run([*FLINTLOCK, *args, "-D", f"cluster.state-dir={state}"],
+                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    if check:
+        assert proc.returncode == 0, f"{args}: {proc.stdout}\n{proc.stderr[-4000:]}"
+    return proc
+
+
+def _pids(state: Path) -> list[int]:
+    return [int(p.read_text()) for p in state.glob("*.pid")]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
+    state = tmp_path_factory.mktemp("cluster-state")
+    d = ["-D", f"cluster.state-dir={state}", "-D", "rest.port=0", "-D", "jobmanager.rpc.port=0",
+         "-D", "taskmanager.numberOfTaskSlots=2"]
+    start = subprocess.run([*FLINTLOCK, "cluster", "start", "--taskmanagers", "2", *d],
+                           capture_output=True, text=True, timeout=300, cwd=REPO)
+    logs = "\n".join(p.read_text()[-3000:] for p in (state / "log").glob("*.log")) if (state / "log").exists() else ""
+    assert start.returncode == 0, f"{start.stdout}\n{start.stderr}\n{logs}"
+    ports = json.loads((state / "jobmanager.port").read_text())
+    pids = _pids(state)
+    info = {"state": state, "rest": f"http://127.0.0.1:{ports['rest_port']}", "pids": pids,
+            "d": d, "client_d": ["-D", f"cluster.state-dir={state}"]}
+    try:
+        yield info
+    finally:
+        stop = subprocess.run([*FLINTLOCK, "cluster", "stop", *d], capture_output=True, text=True,
+                              timeout=120, cwd=REPO)
+        info["stop"] = stop
+
+
+def _run(cluster: dict[str, object], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    d = cluster["client_d"]
+    assert isinstance(d, list)
+    return subprocess.run([*FLINTLOCK, "run", "--target", "remote", *d, *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=REPO)
+
+
+def _job(cluster: dict[str, object], job_id: str) -> dict:  # type: ignore[type-arg]
+    return httpx.get(f"{cluster['rest']}/v1/jobs/{job_id}").json()
+
+
+def test_run_tpch_q3_list_and_rest_agree(cluster: dict[str, object]) -> None:
+    proc = _run(cluster, "examples/tpch/q3.py", "--data", str(DATA))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "FINISHED" in proc.stderr
+    overview = httpx.get(f"{cluster['rest']}/overview").json()
+    assert overview["taskmanagers"] == 2 and overview["slots-total"] == 4
+    assert overview["jobs-finished"] >= 1
+    listed = _cli(cluster["state"], "list", "-a", check=True).stdout
+    jobs = httpx.get(f"{cluster['rest']}/v1/jobs/overview").json()["jobs"]
+    for job in jobs:
+        assert f"{job['jid']} : {job['name']} ({job['state']})" in listed
+
+
+def test_two_jobs_at_once_and_cancel(cluster: dict[str, object], tmp_path: Path) -> None:
+    prog = tmp_path / "slow.py"
+    prog.write_text(SLOW_PROGRAM)
+    ids = []
+    for name, rows in (("long", "20000"), ("short", "200")):
+        proc = _run(cluster, "-d", str(prog), str(tmp_path / name), rows, name)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        ids.append(proc.stderr.split("JobID")[-1].split()[0])
+    long_id, short_id = ids
+    deadline = time.monotonic() + 180
+    states = {}
+    while time.monotonic() < deadline:
+        states = {i: _job(cluster, i)["state"] for i in ids}
+        if states[short_id] == "FINISHED":
+            break
+        time.sleep(0.2)
+    assert states[short_id] == "FINISHED", states
+    assert states[long_id] == "RUNNING", states  # both ran at once; the long one still runs
+    cancel = _cli(cluster["state"], "cancel", long_id, check=True)
+    assert long_id in cancel.stdout
+    while time.monotonic() < deadline and _job(cluster, long_id)["state"] != "CANCELED":
+        time.sleep(0.1)
+    assert _job(cluster, long_id)["state"] == "CANCELED"
+    assert not (tmp_path / "long").exists() or not any((tmp_path / "long").glob("*.parquet"))
+    assert any((tmp_path / "short").glob("*.parquet"))
+
+
+def test_bad_requests_and_unknown_jobs(cluster: dict[str, object]) -> None:
+    unknown = "0" * 32
+    r = httpx.get(f"{cluster['rest']}/v1/jobs/{unknown}")
+    assert r.status_code == 404 and r.json()["errors"]
+    r = httpx.get(f"{cluster['rest']}/jobs/not-a-job-id")
+    assert r.status_code == 400 and r.json()["errors"]
+    r = httpx.post(f"{cluster['rest']}/v1/jobs", content=b"x" * 1000)
+    assert 400 <= r.status_code < 500 and r.json()["errors"]
+    proc = _cli(cluster["state"], "cancel", unknown)
+    assert proc.returncode == 1 and "404" in proc.stderr
+
+
+def test_client_names_where_it_looked_when_no_cluster_runs(tmp_path: Path) -> None:
+    proc = subprocess.run([*FLINTLOCK, "list", "-m", "127.0.0.1:9", "-D",
+                           f"cluster.state-dir={tmp_path}"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 1
+    assert "No flintlock cluster is reachable at http://127.0.0.1:9" in proc.stderr
+
+
+def test_zz_cluster_stop_leaves_no_process_behind(cluster: dict[str, object]) -> None:
+    pids = cluster["pids"]
+    assert isinstance(pids, list) and len(pids) == 3
+    stop = subprocess.run([*FLINTLOCK, "cluster", "stop", *cluster["d"]], capture_output=True,  # type: ignore[misc]
+                          text=True, timeout=120, cwd=REPO)
+    assert stop.returncode == 0, stop.stderr
+    assert all(not _alive(pid) for pid in pids)
+    state = cluster["state"]
+    assert isinstance(state, Path)
+    out = subprocess.run(["ps", "-eo", "pid,pgid,args"], capture_output=True, text=True).stdout
+    leftovers = [line for line in out.splitlines()[1:] if int(line.split()[1]) in pids]
+    assert leftovers == []
