@@ -149,6 +149,24 @@ def test_client_names_where_it_looked_when_no_cluster_runs(tmp_path: Path) -> No
     assert "No flintlock cluster is reachable at http://127.0.0.1:9" in proc.stderr
 
 
+def test_a_program_importing_its_own_module_runs_on_the_cluster(cluster: dict[str, object],
+                                                                 tmp_path: Path) -> None:
+    (tmp_path / "mywords.py").write_text(
+        "def split(row):\n    return [(w.lower(),) for w in row.value.split()]\n")
+    prog = tmp_path / "wc.py"
+    prog.write_text(
+        "import mywords\n"
+        "from flintlock import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "rows = (env.from_collection([('Hello World',), ('hello flintlock',)], 'value string')\n"
+        "        .flat_map(mywords.split, 'word string').key_by('word').count().sort('word')\n"
+        "        .execute_and_collect())\n"
+        "print('RESULT', [tuple(r) for r in rows])\n")
+    proc = _run(cluster, str(prog))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "RESULT [('flintlock', 1), ('hello', 2), ('world', 1)]" in proc.stdout
+
+
 def test_zz_cluster_stop_leaves_no_process_behind(cluster: dict[str, object]) -> None:
     pids = cluster["pids"]
     assert isinstance(pids, list) and len(pids) == 3
