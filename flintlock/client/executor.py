@@ -21,12 +21,8 @@ import threading
 from typing import Any
 
 from flintlock.client.context import ProgramPlanCaptured, current_context
-from flintlock.client.job_client import (
-    JobExecutionResult,
-    describe_failure,
-    job_result_to_execution_result,
-)
-from flintlock.client.progress import follow_job, stderr_console
+from flintlock.client.job_client import JobExecutionResult, PollingJobClient
+from flintlock.client.progress import stderr_console
 from flintlock.config import Configuration
 from flintlock.config.options import EXECUTION_TARGET, LOCAL_TASKMANAGERS, TASK_SLOTS
 from flintlock.runtime.concurrency import LoopThread
@@ -174,20 +170,14 @@ class LocalExecutor:
                 self._loop = None
 
 
-class MiniClusterJobClient:
+class MiniClusterJobClient(PollingJobClient):
     """JobClient for a job on the local MiniCluster (all calls are synchronous)."""
 
     def __init__(self, loop: LoopThread, cluster: Any, job_id: JobID, job_name: str,
                  show_progress: bool) -> None:
+        super().__init__(job_id, job_name, show_progress)
         self._loop = loop
         self._cluster = cluster
-        self._job_id = job_id
-        self._job_name = job_name
-        self._show_progress = show_progress
-
-    @property
-    def job_id(self) -> JobID:
-        return self._job_id
 
     def get_job_status(self) -> JobStatus:
         return self._loop.run(self._cluster.dispatcher_gateway.request_job_status(self._job_id))
@@ -200,30 +190,3 @@ class MiniClusterJobClient:
 
     def _result(self) -> JobResult | None:
         return self._loop.run(self._cluster.dispatcher_gateway.request_job_result(self._job_id))
-
-    def get_job_result(self, timeout_s: float | None = None) -> JobResult:
-        """Wait for the JobResult (any terminal status), showing progress when enabled."""
-        if self._show_progress:
-            holder: list[JobResult] = []
-
-            def done() -> bool:
-                if not holder:
-                    r = self._result()
-                    if r is not None:
-                        holder.append(r)
-                return bool(holder)
-
-            follow_job(self.get_job_details, done, stderr_console())
-            return holder[0]
-        return self._loop.run(self._cluster.wait_for_job_result(self._job_id, timeout_s))
-
-    def get_job_execution_result(self, timeout_s: float | None = None) -> JobExecutionResult:
-        result = self.get_job_result(timeout_s)
-        console = stderr_console()
-        if result.is_success:
-            console.print(
-                f"Job {result.job_id} ({result.job_name}) FINISHED in {result.net_runtime_ms} ms"
-            )
-        else:
-            console.print(describe_failure(result).splitlines()[0])
-        return job_result_to_execution_result(result)

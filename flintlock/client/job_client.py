@@ -22,6 +22,7 @@ __all__ = [
     "JobClient",
     "JobExecutionException",
     "JobExecutionResult",
+    "PollingJobClient",
     "collected_arrow_table",
     "job_result_to_execution_result",
 ]
@@ -141,13 +142,67 @@ class JobClient(Protocol):
         ...
 
 
-def wait_for(predicate: Any, timeout_s: float | None, interval_s: float = 0.02) -> Any:
-    """Call ``predicate()`` until it returns something not None, or time out."""
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value is not None:
-            return value
-        if deadline is not None and time.monotonic() > deadline:
-            raise TimeoutError(f"no result within {timeout_s} s")
-        time.sleep(interval_s)
+class PollingJobClient:
+    """The waiting and reporting shared by the MiniCluster and REST JobClients.
+
+    Subclasses answer ``_result()`` (the JobResult once terminal, else ``None``) and
+    ``get_job_details()``; this class waits (with rich progress bars when ``show_progress``),
+    prints the job's end line to stderr and turns failures into ``JobExecutionException``.
+    """
+
+    def __init__(self, job_id: JobID, job_name: str, show_progress: bool) -> None:
+        self._job_id = job_id
+        self._job_name = job_name
+        self._show_progress = show_progress
+
+    @property
+    def job_id(self) -> JobID:
+        return self._job_id
+
+    def _result(self) -> JobResult | None:
+        raise NotImplementedError
+
+    def get_job_details(self) -> ArchivedExecutionGraph:
+        raise NotImplementedError
+
+    def get_job_result(self, timeout_s: float | None = None) -> JobResult:
+        """Wait for the JobResult (any terminal status), showing progress when enabled.
+
+        Raises:
+            TimeoutError: the job is still running after ``timeout_s``.
+        """
+        from flintlock.client.progress import follow_job, stderr_console
+
+        holder: list[JobResult] = []
+
+        def done() -> bool:
+            if not holder:
+                result = self._result()
+                if result is not None:
+                    holder.append(result)
+            return bool(holder)
+
+        if self._show_progress:
+            follow_job(self.get_job_details, done, stderr_console())
+            return holder[0]
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        interval = 0.005
+        while not done():
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"job {self._job_id} not finished after {timeout_s} s")
+            time.sleep(interval)
+            interval = min(interval * 2, 0.1)
+        return holder[0]
+
+    def get_job_execution_result(self, timeout_s: float | None = None) -> JobExecutionResult:
+        from flintlock.client.progress import stderr_console
+
+        result = self.get_job_result(timeout_s)
+        if result.is_success:
+            stderr_console().print(
+                f"Job {result.job_id} ({result.job_name or self._job_name}) FINISHED in "
+                f"{result.net_runtime_ms} ms"
+            )
+        else:
+            stderr_console().print(describe_failure(result).splitlines()[0])
+        return job_result_to_execution_result(result)

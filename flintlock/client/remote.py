@@ -8,16 +8,10 @@ cluster secret comes from ``security.cluster.secret``, or, for a cluster started
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
-from flintlock.client.job_client import (
-    JobExecutionResult,
-    describe_failure,
-    job_result_to_execution_result,
-)
-from flintlock.client.progress import follow_job, stderr_console
+from flintlock.client.job_client import PollingJobClient
 from flintlock.client.rest_cluster_client import RestClusterClient
 from flintlock.config import Configuration
 from flintlock.config.options import (
@@ -104,19 +98,13 @@ def _archived_from_rest(body: dict[str, Any]) -> ArchivedExecutionGraph:
     )
 
 
-class RemoteJobClient:
+class RemoteJobClient(PollingJobClient):
     """JobClient of a job on a session cluster (polls REST)."""
 
     def __init__(self, client: RestClusterClient, job_id: JobID, job_name: str,
                  show_progress: bool) -> None:
+        super().__init__(job_id, job_name, show_progress)
         self._client = client
-        self._job_id = job_id
-        self._job_name = job_name
-        self._show_progress = show_progress
-
-    @property
-    def job_id(self) -> JobID:
-        return self._job_id
 
     def get_job_status(self) -> JobStatus:
         return JobStatus(self._client.job_status(self._job_id))
@@ -127,33 +115,5 @@ class RemoteJobClient:
     def cancel(self) -> None:
         self._client.cancel(self._job_id)
 
-    def get_job_result(self, timeout_s: float | None = None) -> JobResult:
-        holder: list[JobResult] = []
-
-        def done() -> bool:
-            if not holder:
-                r = self._client.job_result(self._job_id)
-                if r is not None:
-                    holder.append(r)
-            return bool(holder)
-
-        if self._show_progress:
-            follow_job(self.get_job_details, done, stderr_console())
-            return holder[0]
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        interval = 0.01
-        while not done():
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"job {self._job_id} not finished after {timeout_s} s")
-            time.sleep(interval)
-            interval = min(interval * 2, 0.2)
-        return holder[0]
-
-    def get_job_execution_result(self, timeout_s: float | None = None) -> JobExecutionResult:
-        result = self.get_job_result(timeout_s)
-        console = stderr_console()
-        if result.is_success:
-            console.print(f"Job {result.job_id} ({self._job_name}) FINISHED in {result.net_runtime_ms} ms")
-        else:
-            console.print(describe_failure(result).splitlines()[0])
-        return job_result_to_execution_result(result)
+    def _result(self) -> JobResult | None:
+        return self._client.job_result(self._job_id)

@@ -3,37 +3,17 @@ REST, ``cluster stop`` (STYLE layer 4: separate processes, talked to only throug
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from cluster_helpers import FLINTLOCK, REPO, SLOW_PROGRAM, job, run_remote, wait_for_job_state
 
 pytestmark = [pytest.mark.process, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(600)]
 
-REPO = Path(__file__).resolve().parents[2]
-FLINTLOCK = [sys.executable, "-m", "flintlock"]
 DATA = REPO / "data" / "test"
-
-SLOW_PROGRAM = """
-import sys, time
-from flintlock import StreamExecutionEnvironment
-from flintlock.connectors import FileSink
-
-def slow(row):
-    time.sleep(0.02)
-    return (row.id,)
-
-env = StreamExecutionEnvironment.get_execution_environment()
-env.set_parallelism(1)
-env.from_sequence(1, int(sys.argv[2])).map(slow, "id long").sink_to(FileSink.parquet(sys.argv[1]))
-env.execute(sys.argv[3])
-"""
 
 
 def _cli(state: Path, *args: str, timeout: float = 300, check: bool = False) -> subprocess.CompletedProcess[str]:
@@ -45,10 +25,6 @@ def _cli(state: Path, *args: str, timeout: float = 300, check: bool = False) -> 
     return proc
 
 
-def _pids(state: Path) -> list[int]:
-    return [int(p.read_text()) for p in state.glob("*.pid")]
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -57,36 +33,13 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
-    state = tmp_path_factory.mktemp("cluster-state")
-    d = ["-D", f"cluster.state-dir={state}", "-D", "rest.port=0", "-D", "jobmanager.rpc.port=0",
-         "-D", "taskmanager.numberOfTaskSlots=2"]
-    start = subprocess.run([*FLINTLOCK, "cluster", "start", "--taskmanagers", "2", *d],
-                           capture_output=True, text=True, timeout=300, cwd=REPO)
-    logs = "\n".join(p.read_text()[-3000:] for p in (state / "log").glob("*.log")) if (state / "log").exists() else ""
-    assert start.returncode == 0, f"{start.stdout}\n{start.stderr}\n{logs}"
-    ports = json.loads((state / "jobmanager.port").read_text())
-    pids = _pids(state)
-    info = {"state": state, "rest": f"http://127.0.0.1:{ports['rest_port']}", "pids": pids,
-            "d": d, "client_d": ["-D", f"cluster.state-dir={state}"]}
-    try:
-        yield info
-    finally:
-        stop = subprocess.run([*FLINTLOCK, "cluster", "stop", *d], capture_output=True, text=True,
-                              timeout=120, cwd=REPO)
-        info["stop"] = stop
+@pytest.fixture
+def cluster(session_cluster: dict[str, object]) -> dict[str, object]:
+    return session_cluster
 
 
-def _run(cluster: dict[str, object], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    d = cluster["client_d"]
-    assert isinstance(d, list)
-    return subprocess.run([*FLINTLOCK, "run", "--target", "remote", *d, *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=REPO)
-
-
-def _job(cluster: dict[str, object], job_id: str) -> dict:  # type: ignore[type-arg]
-    return httpx.get(f"{cluster['rest']}/v1/jobs/{job_id}").json()
+_run = run_remote
+_job = job
 
 
 def test_run_tpch_q3_list_and_rest_agree(cluster: dict[str, object]) -> None:
@@ -98,8 +51,8 @@ def test_run_tpch_q3_list_and_rest_agree(cluster: dict[str, object]) -> None:
     assert overview["jobs-finished"] >= 1
     listed = _cli(cluster["state"], "list", "-a", check=True).stdout
     jobs = httpx.get(f"{cluster['rest']}/v1/jobs/overview").json()["jobs"]
-    for job in jobs:
-        assert f"{job['jid']} : {job['name']} ({job['state']})" in listed
+    for listed_job in jobs:
+        assert f"{listed_job['jid']} : {listed_job['name']} ({listed_job['state']})" in listed
 
 
 def test_two_jobs_at_once_and_cancel(cluster: dict[str, object], tmp_path: Path) -> None:
@@ -111,20 +64,11 @@ def test_two_jobs_at_once_and_cancel(cluster: dict[str, object], tmp_path: Path)
         assert proc.returncode == 0, proc.stderr[-3000:]
         ids.append(proc.stderr.split("JobID")[-1].split()[0])
     long_id, short_id = ids
-    deadline = time.monotonic() + 180
-    states = {}
-    while time.monotonic() < deadline:
-        states = {i: _job(cluster, i)["state"] for i in ids}
-        if states[short_id] == "FINISHED":
-            break
-        time.sleep(0.2)
-    assert states[short_id] == "FINISHED", states
-    assert states[long_id] == "RUNNING", states  # both ran at once; the long one still runs
+    wait_for_job_state(cluster, short_id, "FINISHED", 180)
+    assert _job(cluster, long_id)["state"] == "RUNNING"  # both ran at once; the long one still runs
     cancel = _cli(cluster["state"], "cancel", long_id, check=True)
     assert long_id in cancel.stdout
-    while time.monotonic() < deadline and _job(cluster, long_id)["state"] != "CANCELED":
-        time.sleep(0.1)
-    assert _job(cluster, long_id)["state"] == "CANCELED"
+    wait_for_job_state(cluster, long_id, "CANCELED", 60)
     assert not (tmp_path / "long").exists() or not any((tmp_path / "long").glob("*.parquet"))
     assert any((tmp_path / "short").glob("*.parquet"))
 

@@ -1,0 +1,72 @@
+"""Shared pieces of the process tests: how to start, use and read a standalone session cluster."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from flintlock.testing.waiting import wait_until_sync
+
+REPO = Path(__file__).resolve().parents[2]
+FLINTLOCK = [sys.executable, "-m", "flintlock"]
+
+#: argv: <output dir> <rows> <job name>; one slow Python map per row, written by a FileSink
+SLOW_PROGRAM = """
+import sys, time
+from flintlock import StreamExecutionEnvironment
+from flintlock.connectors import FileSink
+
+def slow(row):
+    time.sleep(0.02)
+    return (row.id,)
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(1)
+env.from_sequence(1, int(sys.argv[2])).map(slow, "id long").sink_to(FileSink.parquet(sys.argv[1]))
+env.execute(sys.argv[3])
+"""
+
+
+def logs(*dirs: Path) -> str:
+    return "\n".join(f"--- {p}\n{p.read_text(errors='replace')[-3000:]}" for d in dirs if d.exists()
+                     for p in sorted(d.glob("*.log")))
+
+
+def start_cluster(state: Path, task_managers: int) -> Iterator[dict[str, Any]]:
+    """``flintlock cluster start`` on ephemeral ports; yields how to reach it; stops it after."""
+    d = ["-D", f"cluster.state-dir={state}", "-D", "rest.port=0", "-D", "jobmanager.rpc.port=0",
+         "-D", "taskmanager.numberOfTaskSlots=2"]
+    try:
+        start = subprocess.run([*FLINTLOCK, "cluster", "start", "--taskmanagers", str(task_managers),
+                                *d], capture_output=True, text=True, timeout=300, cwd=REPO)
+        assert start.returncode == 0, f"{start.stdout}\n{start.stderr}\n{logs(state / 'log')}"
+        port = json.loads((state / "jobmanager.port").read_text())["rest_port"]
+        yield {
+            "state": state, "address": f"127.0.0.1:{port}", "rest": f"http://127.0.0.1:{port}",
+            "pids": [int(p.read_text()) for p in state.glob("*.pid")], "d": d,
+            "client_d": ["-D", f"cluster.state-dir={state}"],
+        }
+    finally:
+        subprocess.run([*FLINTLOCK, "cluster", "stop", *d], capture_output=True, text=True,
+                       timeout=120, cwd=REPO)
+
+
+def run_remote(cluster: dict[str, Any], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``flintlock run --target remote -D cluster.state-dir=... <args>``."""
+    return subprocess.run([*FLINTLOCK, "run", "--target", "remote", *cluster["client_d"], *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+def job(cluster: dict[str, Any], job_id: str) -> dict[str, Any]:
+    return dict(httpx.get(f"{cluster['rest']}/v1/jobs/{job_id}").json())
+
+
+def wait_for_job_state(cluster: dict[str, Any], job_id: str, state: str, timeout_s: float) -> None:
+    wait_until_sync(lambda: job(cluster, job_id)["state"] == state, timeout_s, interval_s=0.1,
+                    describe=lambda: job(cluster, job_id)["state"])
