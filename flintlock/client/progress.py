@@ -13,7 +13,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph
+from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph, ArchivedJobVertex
 
 __all__ = ["follow_job", "stderr_console"]
 
@@ -50,14 +50,21 @@ def follow_job(
             graph = snapshot()
             for vertex in graph.vertices:
                 finished = sum(1 for s in vertex.subtasks if s.state.name == "FINISHED")
+                state = vertex_label(vertex, graph.pending_slot_requests)
                 if vertex.id not in tasks:
                     tasks[vertex.id] = progress.add_task(
-                        _short(vertex.name), total=vertex.parallelism, state=vertex.state.name
+                        _short(vertex.name), total=vertex.parallelism, state=state
                     )
-                progress.update(tasks[vertex.id], completed=finished, state=vertex.state.name)
+                progress.update(tasks[vertex.id], completed=finished, state=state)
             if done:
                 break
             time.sleep(interval_s)
+
+
+def vertex_label(vertex: ArchivedJobVertex, pending_slot_requests: int) -> str:
+    """The vertex's aggregated state, or ``WAITING FOR SLOTS`` while its subtasks wait for slots."""
+    waiting = any(s.state.name == "SCHEDULED" for s in vertex.subtasks)
+    return "WAITING FOR SLOTS" if waiting and pending_slot_requests > 0 else vertex.state.name
 
 
 def is_interactive() -> bool:

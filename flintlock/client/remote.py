@@ -95,6 +95,7 @@ def _archived_from_rest(body: dict[str, Any]) -> ArchivedExecutionGraph:
     return ArchivedExecutionGraph(
         JobID.from_hex(body["jid"]), body.get("name", ""), JobType(body.get("job-type", "BATCH")),
         JobStatus(body["state"]), dict(body.get("timestamps", {})), tuple(vertices),
+        pending_slot_requests=int(body.get("pending-slot-requests", 0)),
     )
 
 

@@ -308,6 +308,8 @@ def job_details_info(graph: ArchivedExecutionGraph, now_ms: int) -> dict[str, An
         "status-counts": status_counts,
         "plan": job_plan_body(graph),
         "pending-operators": 0,
+        # flintlock addition: slot requests the job is waiting for (a job short of slots waits)
+        "pending-slot-requests": graph.pending_slot_requests,
     }
 
 

@@ -211,7 +211,8 @@ def test_job_details(rest, prefix):
     body = rest.client.get(f"{prefix}/jobs/{JOB}").json()
     assert set(body) == {"jid", "name", "isStoppable", "state", "job-type", "start-time",
                          "end-time", "duration", "maxParallelism", "now", "timestamps",
-                         "vertices", "status-counts", "plan", "pending-operators"}
+                         "vertices", "status-counts", "plan", "pending-operators",
+                         "pending-slot-requests"}  # the last one is flintlock's addition
     assert body["jid"] == str(JOB)
     assert (body["state"], body["job-type"], body["isStoppable"]) == ("RUNNING", "BATCH", False)
     assert (body["start-time"], body["end-time"]) == (T0 - 100, -1)
