@@ -13,7 +13,15 @@ from typing import Any
 import httpx
 import pyarrow.parquet as pq
 import pytest
-from cluster_helpers import FLINTLOCK, REPO, job, logs, run_remote, wait_for_job_state
+from cluster_helpers import (
+    FLINTLOCK,
+    REPO,
+    job,
+    logs,
+    run_remote,
+    start_cluster,
+    wait_for_job_state,
+)
 
 from flintlock.testing.waiting import wait_until_sync
 
@@ -102,3 +110,32 @@ def test_a_job_short_of_slots_waits_visibly_and_then_finishes(session_cluster: d
     wait_for_job_state(session_cluster, job_id, "FINISHED", 180)
     written = pq.read_table(tmp_path / "out")
     assert sorted(written.column("id").to_pylist()) == list(range(1, 601))  # each row once
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def test_cluster_stop_leaves_no_process_behind(tmp_path: Path) -> None:
+    """Its own cluster (the shared one serves the other tests): start, stop, nothing left."""
+    cluster = start_cluster(tmp_path / "state", task_managers=1)
+    info = next(cluster)
+    pids = info["pids"]
+    assert len(pids) == 2 and all(_alive(pid) for pid in pids)
+    stop = subprocess.run([*FLINTLOCK, "cluster", "stop", *info["d"]], capture_output=True,
+                          text=True, timeout=120, cwd=REPO)
+    assert stop.returncode == 0, stop.stderr
+    assert "jobmanager" in stop.stdout and "taskmanager-0" in stop.stdout
+    assert all(not _alive(pid) for pid in pids)
+    out = subprocess.run(["ps", "-eo", "pid,pgid,stat,args"], capture_output=True, text=True).stdout
+    leftovers = [line for line in out.splitlines()[1:]
+                 if int(line.split()[1]) in pids and not line.split()[2].startswith("Z")]
+    # no daemon, and no Spark JVM of a TaskManager, is still running (an exited JVM may linger
+    # as a zombie until the machine's init reaps it; it holds no resources)
+    assert leftovers == []
+    assert not list((tmp_path / "state").glob("*.pid"))
+    cluster.close()  # runs the generator's `cluster stop` again: a no-op now
