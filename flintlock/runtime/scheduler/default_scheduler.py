@@ -319,8 +319,14 @@ class DefaultScheduler:
 
     def _update_task_state(self, report: TaskExecutionState) -> None:
         execution = self.graph.find_current_execution(report.attempt_id)
-        if execution is None or execution.is_terminal():
-            log.debug("ignoring %s of unknown or terminal attempt %s", report.state, report.attempt_id)
+        if execution is None:
+            log.debug("ignoring %s of unknown attempt %s", report.state, report.attempt_id)
+            return
+        if execution.is_terminal():
+            # a task still running for an execution the JobMaster considers over (e.g. one
+            # cancelled before its deployment arrived): stop it (Flink Execution.switchToRunning)
+            if report.state in _ACTIVE:
+                self._cancel_again(execution, report)
             return
         if report.task_manager:
             execution.task_manager = report.task_manager
@@ -331,6 +337,10 @@ class DefaultScheduler:
             if target in (ExecutionState.FINISHED, ExecutionState.FAILED, ExecutionState.CANCELED):
                 self._transition(execution, ExecutionState.CANCELED, f"reported {target.name} while cancelling")
                 self._on_terminal(execution)
+            elif target in _ACTIVE:
+                # the cancel call overtook the deployment (the TaskExecutor did not know the task
+                # yet and acknowledged it): cancel again now that the task runs
+                self._cancel_again(execution, report)
             return
         if target is ExecutionState.FINISHED:
             self._transition(execution, ExecutionState.FINISHED)
@@ -348,6 +358,15 @@ class DefaultScheduler:
             )
         else:
             self._transition(execution, target, "reported")
+
+    def _cancel_again(self, execution: Execution, report: TaskExecutionState) -> None:
+        if execution.slot is None:
+            log.warning("%s reported %s but has no slot to cancel it in", execution.task_name_with_subtask(),
+                        report.state.name)
+            return
+        log.info("%s reported %s while %s: cancelling it again", execution.task_name_with_subtask(),
+                 report.state.name, execution.state.name)
+        self._out.append(CancelTask(execution.slot.task_executor_address, execution.attempt_id))
 
     # ---- scheduling and deployment -------------------------------------------------------------
 

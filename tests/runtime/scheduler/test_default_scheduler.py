@@ -282,6 +282,23 @@ def test_cancel_job() -> None:
     assert [c.result.application_status for c in cmds if isinstance(c, JobTerminated)] == ["CANCELED"]
 
 
+def test_a_cancel_that_overtook_the_deployment_is_sent_again() -> None:
+    """The TaskExecutor acknowledged a cancel for a task it did not know yet, then started it:
+    its INITIALIZING/RUNNING report makes the JobMaster cancel it again (Flink switchToRunning)."""
+    d = Driver(make_job([("a", 1)], []))
+    d.handle(StartScheduling())
+    _, cmds = d.offer(1)
+    (a0,) = deploys(cmds)
+    attempt = a0.tdd.attempt_id
+    assert d.handle(CancelJob()) == [CancelTask("inproc://tm-1", attempt)]
+    assert d.report(attempt, ExecutionState.INITIALIZING) == [CancelTask("inproc://tm-1", attempt)]
+    assert d.report(attempt, ExecutionState.RUNNING) == [CancelTask("inproc://tm-1", attempt)]
+    assert d.graph.state is JobStatus.CANCELLING
+    cmds = d.report(attempt, ExecutionState.CANCELED)
+    assert d.graph.state is JobStatus.CANCELED
+    assert [c.result.application_status for c in cmds if isinstance(c, JobTerminated)] == ["CANCELED"]
+
+
 def test_slot_request_timeout_fails_with_clear_message() -> None:
     d = Driver(make_job([("a", 3), ("b", 3)], [(0, 1, S.HASH)], result_type=PIPELINED))
     d.handle(StartScheduling())
