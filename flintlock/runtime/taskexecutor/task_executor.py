@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +63,9 @@ from flintlock.runtime.taskmanager.task_execution_state import TaskExecutionStat
 __all__ = ["TaskExecutor"]
 
 log = logging.getLogger(__name__)
+
+#: how many cancelled-but-unknown attempts a TaskExecutor remembers
+_MAX_EARLY_CANCELS = 1024
 
 #: states forwarded to the JobMaster (DEPLOYING and CANCELING are already known there)
 _REPORTED_STATES = frozenset({ExecutionState.INITIALIZING, ExecutionState.RUNNING,
@@ -151,6 +154,8 @@ class TaskExecutor(RpcEndpoint):
         self._spark_info = dict(spark_info or {})
         self._rpc_timeout_s = configuration.get(RPC_ASK_TIMEOUT)
         self._table = TaskSlotTable(number_of_slots or configuration.get(TASK_SLOTS))
+        #: attempts cancelled before their submit_task arrived (the two calls raced); bounded
+        self._cancelled_before_submit: OrderedDict[ExecutionAttemptID, None] = OrderedDict()
         self._partitions = PartitionTable()
         self._rm_connection = ResourceManagerConnection(
             self, rpc_service, resource_manager_address, configuration.get(REGISTRATION_TIMEOUT),
@@ -417,6 +422,12 @@ class TaskExecutor(RpcEndpoint):
         self._table.try_mark_slot_active(tdd.job_id, tdd.allocation_id)
         task = Task(tdd, self._services, self._task_state_callback, str(self.resource_id))
         self._table.add_task(tdd.allocation_id, tdd.job_id, tdd.attempt_id, task)
+        if tdd.attempt_id in self._cancelled_before_submit:
+            del self._cancelled_before_submit[tdd.attempt_id]
+            log.info("Task %s (%s) was cancelled before it arrived; not starting it.", task.name,
+                     tdd.attempt_id)
+            task.cancel()  # never started: reports CANCELED and frees its place in the slot
+            return ACK
         log.info("Received task %s (%s), deploying into slot with allocation %s.", task.name,
                  tdd.attempt_id, tdd.allocation_id)
         task.start()
@@ -426,6 +437,11 @@ class TaskExecutor(RpcEndpoint):
         task: Task | None = self._table.task(attempt_id)
         if task is not None:
             task.cancel()
+        else:
+            # the cancel may have overtaken the task's submission: remember it for a while
+            self._cancelled_before_submit[attempt_id] = None
+            while len(self._cancelled_before_submit) > _MAX_EARLY_CANCELS:
+                self._cancelled_before_submit.popitem(last=False)
         return ACK
 
     def _task_state_callback(self, state: TaskExecutionState) -> None:

@@ -249,6 +249,23 @@ def test_cancel_task_of_a_blocking_task_reports_canceled() -> None:
     _run(body)
 
 
+def test_a_cancel_that_arrives_before_the_task_keeps_it_from_starting() -> None:
+    async def body(env: Env) -> None:
+        job = JobID.generate()
+        allocation = await env.active_slot(job)
+        with blocking_latch_scope("te_early_cancel") as latch:
+            tdd = make_tdd(BlockingInvokable, job_id=job, allocation_id=allocation,
+                           job_configuration={LATCH_KEY: "te_early_cancel"})
+            assert await env.gw.cancel_task(tdd.attempt_id) == ACK  # overtook the submission
+            await env.gw.submit_task(tdd)
+            await env.jm.wait_for_call("update_task_execution_state", 1)
+            assert [s.state for s in env.reported()] == [E.CANCELED]
+            await wait_until(lambda: env.te.number_of_running_tasks == 0, describe=env.describe)
+            assert latch.started_count == 0  # the invokable never ran
+
+    _run(body)
+
+
 def test_free_slot_fails_its_task_then_tells_the_resource_manager() -> None:
     async def body(env: Env) -> None:
         job = JobID.generate()
