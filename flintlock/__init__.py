@@ -8,9 +8,9 @@ import ``flintlock.runtime...`` do not pay for the API.
 
 from __future__ import annotations
 
-import importlib
 import os
-from typing import Any
+
+from flintlock._lazy import lazy_exports
 
 os.environ.setdefault("SPARK_CONNECT_MODE_ENABLED", "1")
 
@@ -41,14 +41,4 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'flintlock' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports('flintlock', globals(), _LAZY)

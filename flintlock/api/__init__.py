@@ -6,8 +6,7 @@ imported by the compiler without pulling in the whole API.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from flintlock._lazy import lazy_exports
 
 __all__ = [
     "DataStream",
@@ -38,14 +37,4 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'flintlock.api' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports('flintlock.api', globals(), _LAZY)

@@ -10,6 +10,7 @@ empty: no overrides, progress shown when stderr is a terminal.
 from __future__ import annotations
 
 import contextvars
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -51,6 +52,10 @@ class ClientContext:
     capture_plans: list[JobGraph] | None = None
     detached: bool = False
     submitted: list[str] = field(default_factory=list)
+
+    def progress_enabled(self) -> bool:
+        """Whether attached runs show progress bars: as set, else when stderr is a terminal."""
+        return self.show_progress if self.show_progress is not None else sys.stderr.isatty()
 
 
 _CONTEXT: contextvars.ContextVar[ClientContext | None] = contextvars.ContextVar(

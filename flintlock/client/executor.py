@@ -16,7 +16,6 @@ from __future__ import annotations
 import atexit
 import logging
 import math
-import sys
 import threading
 from typing import Any
 
@@ -53,8 +52,7 @@ def execute_job(job_graph: JobGraph, configuration: Configuration) -> Any:
     if target == "remote":
         from flintlock.client.remote import submit_remote
 
-        show = ctx.show_progress if ctx.show_progress is not None else sys.stderr.isatty()
-        client: Any = submit_remote(job_graph, configuration, show)
+        client: Any = submit_remote(job_graph, configuration, ctx.progress_enabled())
     else:
         client = _local_executor().execute(job_graph, configuration)
     ctx.submitted.append(str(job_graph.job_id))
@@ -147,9 +145,8 @@ class LocalExecutor:
             cluster = self._ensure_cluster(job_graph, configuration)
             loop = self._loop_thread()
             loop.run(cluster.submit_job(job_graph))
-        ctx = current_context()
-        show = ctx.show_progress if ctx.show_progress is not None else sys.stderr.isatty()
-        return MiniClusterJobClient(loop, cluster, job_graph.job_id, job_graph.name, show)
+        return MiniClusterJobClient(loop, cluster, job_graph.job_id, job_graph.name,
+                                    current_context().progress_enabled())
 
     def close(self) -> None:
         with self._lock:

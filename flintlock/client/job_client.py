@@ -7,7 +7,6 @@ failing task (``"<vertex> (i/n)#attempt"``), its TaskManager, and the Python/Spa
 
 from __future__ import annotations
 
-import io
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,7 +22,6 @@ __all__ = [
     "JobExecutionException",
     "JobExecutionResult",
     "PollingJobClient",
-    "collected_arrow_table",
     "job_result_to_execution_result",
 ]
 
@@ -98,24 +96,6 @@ def job_result_to_execution_result(result: JobResult) -> JobExecutionResult:
     return JobExecutionResult(
         result.job_id, result.net_runtime_ms, dict(result.accumulator_results), result.job_name
     )
-
-
-def collected_arrow_table(accumulators: Mapping[str, Any], uid: str) -> Any:
-    """Concatenate the Arrow IPC streams of collect sink ``uid`` in subtask order.
-
-    Returns a ``pyarrow.Table`` (``None`` when the sink produced nothing).
-    """
-    import pyarrow as pa
-
-    prefix = f"collect-{uid}/"
-    parts = sorted(
-        ((int(k[len(prefix):]), v) for k, v in accumulators.items() if k.startswith(prefix)),
-        key=lambda kv: kv[0],
-    )
-    tables = [pa.ipc.open_stream(io.BytesIO(v)).read_all() for _, v in parts if v]
-    if not tables:
-        return None
-    return pa.concat_tables(tables, promote_options="default")
 
 
 class JobClient(Protocol):

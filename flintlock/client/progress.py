@@ -6,7 +6,6 @@ ends with the job's final status. Snapshots come from ``JobClient.get_job_detail
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 
@@ -66,6 +65,3 @@ def vertex_label(vertex: ArchivedJobVertex, pending_slot_requests: int) -> str:
     waiting = any(s.state.name == "SCHEDULED" for s in vertex.subtasks)
     return "WAITING FOR SLOTS" if waiting and pending_slot_requests > 0 else vertex.state.name
 
-
-def is_interactive() -> bool:
-    return sys.stderr.isatty()

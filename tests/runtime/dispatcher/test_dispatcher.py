@@ -23,6 +23,7 @@ from flintlock.runtime.jobmaster.gateway import JobMasterGateway
 from flintlock.runtime.resourcemanager.gateway import ResourceManagerGateway, ResourceOverview
 from flintlock.runtime.rpc.service import InProcRpcService
 from flintlock.testing.gateways import TestingEndpoint
+from flintlock.testing.waiting import wait_until
 
 
 def _job(name: str = "job", configuration: dict[str, str] | None = None) -> JobGraph:
@@ -74,28 +75,21 @@ async def _setup(conf: dict[str, str] | None = None) -> tuple[Any, ...]:
     return rpc, rm, d, gw, masters
 
 
-async def _until(predicate: Any, what: str, timeout_s: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.001)
-
-
 def test_submit_runs_a_job_master_and_keeps_the_result() -> None:
     async def body() -> None:
         rpc, rm, d, gw, masters = await _setup({"heartbeat.timeout": "5 s"})
         jg = _job("wordcount", {"parallelism.default": "3"})
         await gw.submit_job(jg)
-        await _until(lambda: masters and masters[0].is_running, "job master start")
+        await wait_until(lambda: masters and masters[0].is_running, describe=lambda: "job master start")
         # the JobMaster sees the cluster configuration overlaid with the job's own keys
         conf: Configuration = masters[0].kwargs["configuration"]
         assert conf.get_raw("heartbeat.timeout") == "5 s"
         assert conf.get_raw("parallelism.default") == "3"
-        await _until(lambda: d._running[jg.job_id].gateway is not None, "gateway")
+        await wait_until(lambda: d._running[jg.job_id].gateway is not None, describe=lambda: "gateway")
         assert await gw.request_job_status(jg.job_id) is JobStatus.RUNNING
         assert await gw.request_job_result(jg.job_id) is None
         masters[0].finish("SUCCEEDED")
-        await _until(lambda: not masters[0].is_running, "job master stopped")
+        await wait_until(lambda: not masters[0].is_running, describe=lambda: "job master stopped")
         result = await gw.request_job_result(jg.job_id)
         assert result is not None and result.application_status == "SUCCEEDED"
         assert await gw.request_job_status(jg.job_id) is JobStatus.FINISHED
@@ -135,11 +129,11 @@ def test_cancel_is_forwarded_to_the_job_master() -> None:
         rpc, rm, d, gw, masters = await _setup()
         jg = _job()
         await gw.submit_job(jg)
-        await _until(lambda: d._running[jg.job_id].gateway is not None, "gateway")
+        await wait_until(lambda: d._running[jg.job_id].gateway is not None, describe=lambda: "gateway")
         await gw.cancel_job(jg.job_id)
         await masters[0].wait_for_call("cancel")
         masters[0].finish("CANCELED")
-        await _until(lambda: jg.job_id in d._completed, "completion")
+        await wait_until(lambda: jg.job_id in d._completed, describe=lambda: "completion")
         assert (await gw.request_job_result(jg.job_id)).application_status == "CANCELED"
         # cancelling a finished job is acknowledged and changes nothing
         await gw.cancel_job(jg.job_id)
@@ -168,7 +162,7 @@ def test_job_master_that_fails_to_start_fails_the_job_with_its_cause() -> None:
         gw = await rpc.connect(d.address, DispatcherGateway)
         jg = _job()
         await gw.submit_job(jg)
-        await _until(lambda: jg.job_id in d._completed, "failure")
+        await wait_until(lambda: jg.job_id in d._completed, describe=lambda: "failure")
         result = await gw.request_job_result(jg.job_id)
         assert result.application_status == "FAILED"
         assert "/no/such/path" in result.failure.error.message
