@@ -31,3 +31,10 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# Benchmarks (docs/benchmarks.md): flintlock vs plain PySpark, PyFlink and DuckDB, ~25 min at SF 1.
+# BENCH_ARGS passes options, e.g. BENCH_ARGS="--workloads q1,q6 --runs 5".
+.PHONY: bench
+bench: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python -m benchmarks run --sf $(SF) --data $(DATA) $(BENCH_ARGS)

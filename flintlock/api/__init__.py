@@ -18,6 +18,8 @@ __all__ = [
     "KeyedStream",
     "MapFunction",
     "ReduceFunction",
+    "RestartStrategies",
+    "RestartStrategyConfiguration",
     "RuntimeExecutionMode",
     "StreamExecutionEnvironment",
 ]
@@ -34,6 +36,8 @@ _LAZY: dict[str, str] = {
     "KeyedProcessFunction": "flintlock.api.functions",
     "MapFunction": "flintlock.api.functions",
     "ReduceFunction": "flintlock.api.functions",
+    "RestartStrategies": "flintlock.api.restart_strategy",
+    "RestartStrategyConfiguration": "flintlock.api.restart_strategy",
 }
 
 

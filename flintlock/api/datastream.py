@@ -38,6 +38,8 @@ from flintlock.api.transformations import (
 from flintlock.graph.stream_graph import ChainingStrategy
 from flintlock.runtime.jobgraph.types import ShipStrategy
 from flintlock.runtime.operators.specs import (
+    BROADCAST_LEFT_JOINS,
+    BROADCAST_RIGHT_JOINS,
     DistinctSpec,
     DropSpec,
     FilterFunctionSpec,
@@ -290,10 +292,19 @@ class DataStream(_OperatorSettings):
     def join(self, other: DataStream, on: str | Sequence[str] | None = None, *,
              left_on: str | Sequence[str] | None = None,
              right_on: str | Sequence[str] | None = None, how: str = "inner") -> DataStream:
-        """Join with ``other``; both sides are HASH-partitioned on their keys.
+        """Join with ``other``; both sides are HASH-partitioned on their keys (a hash join).
+
+        Broadcast join: ``left.join(small.broadcast(), ...)`` sends every row of ``small`` to
+        every join subtask and leaves ``left`` where it is, so the join chains to ``left``'s
+        operators and ``left`` crosses no exchange (``small.join(...)`` on a broadcast ``self``
+        broadcasts the left side). A side whose files are at most
+        ``table.optimizer.join.broadcast-threshold`` bytes is broadcast automatically.
 
         Raises:
             ValueError: unknown ``how``, or keys given both / neither ways or of unequal length.
+            InvalidProgramException: both sides broadcast, or a broadcast side whose unmatched
+                rows the join type keeps (right side of a right/full join, left side of a
+                left/full/semi/anti join).
         """
         self._check_same_env(other)
         kind = JOIN_TYPES.get(str(how).lower())
@@ -309,10 +320,14 @@ class DataStream(_OperatorSettings):
             raise ValueError("join: give on= or both left_on= and right_on=")
         if not left or len(left) != len(right):
             raise ValueError(f"join: key lists must be non-empty and of equal length: {left} vs {right}")
-        inputs = (self._partition(ShipStrategy.HASH, left),
-                  other._partition(ShipStrategy.HASH, right))
+        side = _broadcast_side(self, other, kind)
+        if side:  # the broadcast side carries its BROADCAST partitioning; the other none
+            inputs: tuple[Transformation, ...] = (self._transformation, other._transformation)
+        else:
+            inputs = (self._partition(ShipStrategy.HASH, left),
+                      other._partition(ShipStrategy.HASH, right))
         t = MultiInputTransformation(id=self._env._next_id(), name="Join", inputs=inputs,
-                                     spec=JoinSpec(kind, left, right))
+                                     spec=JoinSpec(kind, left, right, side))
         return DataStream(self._env, t)
 
     def union(self, *others: DataStream) -> DataStream:
@@ -399,6 +414,30 @@ def _flatten(args: tuple[Any, ...]) -> tuple[Any, ...]:
 def _pending(fn: Any) -> SerializedFunction:
     """A placeholder until the generator pickles the function (payload filled in there)."""
     return SerializedFunction(function_name(fn), b"")
+
+
+def _is_broadcast(stream: DataStream) -> bool:
+    t = stream._transformation
+    return isinstance(t, PartitionTransformation) and t.ship_strategy is ShipStrategy.BROADCAST
+
+
+def _broadcast_side(left: DataStream, right: DataStream, kind: str) -> str:
+    """``"right"``/``"left"`` when that input is a ``broadcast()`` partitioning, else ``""``."""
+    lb, rb = _is_broadcast(left), _is_broadcast(right)
+    if lb and rb:
+        raise InvalidProgramException(
+            "join: both inputs are broadcast; broadcast only the smaller side.")
+    if rb and kind not in BROADCAST_RIGHT_JOINS:
+        raise InvalidProgramException(
+            f"join: a {kind} join cannot broadcast its right side (each subtask would emit the "
+            f"right side's unmatched rows); broadcast the left side or use a hash join. Joins "
+            f"that broadcast their right side: {', '.join(sorted(BROADCAST_RIGHT_JOINS))}.")
+    if lb and kind not in BROADCAST_LEFT_JOINS:
+        raise InvalidProgramException(
+            f"join: a {kind} join cannot broadcast its left side (each subtask would emit the "
+            f"left side's unmatched rows); broadcast the right side or use a hash join. Joins "
+            f"that broadcast their left side: {', '.join(sorted(BROADCAST_LEFT_JOINS))}.")
+    return "right" if rb else "left" if lb else ""
 
 
 def _names(keys: str | Sequence[str]) -> tuple[str, ...]:

@@ -2,9 +2,16 @@
 
 Configuration precedence (lowest first): the cluster configuration (``config.yaml`` via
 ``load_cluster_configuration``), the program's ``Configuration`` (``get_execution_environment``),
-the CLI's ``-D``/``-p`` overrides (``flintlock.client.context.current_overrides``), and the
-environment's setters (``set_parallelism``, ``set_max_parallelism``, ``set_runtime_mode``,
+the CLI's ``-D``/``-p`` overrides (``flintlock.client.context.current_overrides``), the keys given
+to ``configure()`` and ``set_restart_strategy()`` (the later call wins), and the environment's
+setters (``set_parallelism``, ``set_max_parallelism``, ``set_runtime_mode``,
 ``disable_operator_chaining``), as in Flink.
+
+The job carries the resulting configuration; on the cluster its keys override the cluster's own
+(so a job's ``restart-strategy.*`` beats the cluster-wide one, Flink
+``RestartBackoffTimeStrategyFactoryLoader``), except after
+``set_restart_strategy(RestartStrategies.fall_back_restart())``, which sends no
+``restart-strategy.*`` key, so the cluster's strategy applies.
 
 Default parallelism: ``parallelism.default`` when configured anywhere, else ``os.cpu_count()``
 for ``execution.target: local`` (Flink's LocalStreamEnvironment), else 1.
@@ -19,10 +26,15 @@ import concurrent.futures
 import enum
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from flintlock.api.datastream import DataStream
+from flintlock.api.restart_strategy import (
+    RESTART_STRATEGY_PREFIX,
+    RestartStrategies,
+    RestartStrategyConfiguration,
+)
 from flintlock.api.schema import rows_to_ipc
 from flintlock.api.transformations import SinkTransformation, SourceTransformation
 from flintlock.config import Configuration, load_cluster_configuration
@@ -76,6 +88,10 @@ class StreamExecutionEnvironment:
         self._max_parallelism: int | None = None
         self._runtime_mode: RuntimeExecutionMode | None = None
         self._chaining: bool | None = None
+        #: keys from configure() and set_restart_strategy(), the later call winning
+        self._programmatic = Configuration()
+        #: set_restart_strategy(fall_back_restart()): the job sends no restart-strategy.* key
+        self._restart_fallback = False
 
     @staticmethod
     def get_execution_environment(
@@ -127,11 +143,65 @@ class StreamExecutionEnvironment:
     def is_chaining_enabled(self) -> bool:
         return bool(self.get_configuration().get(OPERATOR_CHAINING))
 
+    def configure(self, configuration: Configuration | Mapping[str, Any]) -> StreamExecutionEnvironment:
+        """Apply ``configuration``'s keys to this program (PyFlink ``configure``).
+
+        They win over ``config.yaml``, the ``Configuration`` given at creation and ``-D``; the
+        explicit setters win over them. E.g. ``env.configure({"restart-strategy.type":
+        "fixed-delay", "restart-strategy.fixed-delay.attempts": 3})``.
+
+        Raises:
+            IllegalConfigurationException: an unknown key or an invalid value (named).
+        """
+        conf = configuration if isinstance(configuration, Configuration) else Configuration(
+            configuration)
+        if any(key.startswith(RESTART_STRATEGY_PREFIX) for key in conf):
+            self._restart_fallback = False
+        self._programmatic.add_all(conf)
+        return self
+
+    def set_restart_strategy(
+        self, restart_strategy_configuration: RestartStrategyConfiguration,
+    ) -> StreamExecutionEnvironment:
+        """Set this program's restart strategy (PyFlink ``set_restart_strategy``), e.g.
+        ``env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 10_000))``.
+
+        Replaces every ``restart-strategy.*`` key set before with the strategy's keys; they
+        override the cluster's restart strategy. ``RestartStrategies.fall_back_restart()`` sends
+        no key at all (not even those of ``config.yaml`` or ``-D``), so the cluster's strategy
+        applies, until a later ``configure()`` sets a ``restart-strategy.*`` key again.
+
+        Raises:
+            TypeError: not a ``RestartStrategyConfiguration``.
+        """
+        if not isinstance(restart_strategy_configuration, RestartStrategyConfiguration):
+            raise TypeError(
+                "set_restart_strategy expects a RestartStrategies.*() configuration (e.g. "
+                "RestartStrategies.fixed_delay_restart(3, 10_000)), got "
+                f"{type(restart_strategy_configuration).__name__}")
+        keys = restart_strategy_configuration.to_configuration()
+        self._programmatic = Configuration(_without_restart_strategy(self._programmatic.to_dict()))
+        self._programmatic.add_all(keys)
+        self._restart_fallback = not keys
+        return self
+
+    def get_restart_strategy(self) -> RestartStrategyConfiguration:
+        """The restart strategy of this program's configuration (``fall_back_restart()`` when
+        none is configured: the cluster's applies).
+
+        Raises:
+            IllegalConfigurationException: the ``restart-strategy.*`` keys are invalid.
+        """
+        return RestartStrategies.from_configuration(self.get_configuration())
+
     def get_configuration(self) -> Configuration:
         """The effective configuration (a copy; see the module docstring for precedence)."""
         conf = load_cluster_configuration()
         conf.add_all(self._configuration)
         conf.add_all(_current_overrides())
+        conf.add_all(self._programmatic)
+        if self._restart_fallback:
+            conf = Configuration(_without_restart_strategy(conf.to_dict()))
         if self._parallelism is not None:
             conf.set(PARALLELISM_DEFAULT, self._parallelism)
         if self._max_parallelism is not None:
@@ -242,3 +312,7 @@ class StreamExecutionEnvironment:
         if isinstance(result, concurrent.futures.Future):
             result = result.result()
         return result
+
+
+def _without_restart_strategy(values: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in values.items() if not k.startswith(RESTART_STRATEGY_PREFIX)}

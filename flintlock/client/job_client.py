@@ -7,6 +7,7 @@ failing task (``"<vertex> (i/n)#attempt"``), its TaskManager, and the Python/Spa
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,6 +25,8 @@ __all__ = [
     "PollingJobClient",
     "job_result_to_execution_result",
 ]
+
+log = logging.getLogger(__name__)
 
 
 class JobExecutionException(FlintlockException):
@@ -122,18 +125,28 @@ class JobClient(Protocol):
         ...
 
 
+#: how often a waiting client without progress bars looks for failures and restarts (seconds)
+_REPORT_INTERVAL_S = 0.25
+
+
 class PollingJobClient:
     """The waiting and reporting shared by the MiniCluster and REST JobClients.
 
     Subclasses answer ``_result()`` (the JobResult once terminal, else ``None``) and
     ``get_job_details()``; this class waits (with rich progress bars when ``show_progress``),
-    prints the job's end line to stderr and turns failures into ``JobExecutionException``.
+    prints each failure and restart as it happens (``flintlock.client.job_events``; above the bars,
+    or as plain stderr lines without them), prints the job's end line to stderr and turns
+    failures into ``JobExecutionException``.
     """
 
     def __init__(self, job_id: JobID, job_name: str, show_progress: bool) -> None:
         self._job_id = job_id
         self._job_name = job_name
         self._show_progress = show_progress
+
+    def _now_ms(self) -> int:
+        """The clock the job's timestamps are compared with (epoch ms)."""
+        return int(time.time() * 1000)
 
     @property
     def job_id(self) -> JobID:
@@ -151,7 +164,8 @@ class PollingJobClient:
         Raises:
             TimeoutError: the job is still running after ``timeout_s``.
         """
-        from flintlock.client.progress import follow_job, stderr_console
+        from flintlock.client.job_events import FailoverReporter
+        from flintlock.client.progress import follow_job, print_lines, stderr_console
 
         holder: list[JobResult] = []
 
@@ -162,16 +176,37 @@ class PollingJobClient:
                     holder.append(result)
             return bool(holder)
 
+        reporter = FailoverReporter()
+        console = stderr_console()
+
+        def report(graph: ArchivedExecutionGraph) -> list[str]:
+            return reporter.update(graph, self._now_ms())
+
+        def look() -> None:
+            """Print what is new; the result is what matters, so the report is best effort."""
+            try:
+                graph = self.get_job_details()
+            except Exception as exc:
+                log.debug("job %s: no snapshot for the failure report: %s", self._job_id, exc)
+                return
+            print_lines(console, report(graph))
+
         if self._show_progress:
-            follow_job(self.get_job_details, done, stderr_console())
+            follow_job(self.get_job_details, done, console, report=report)
             return holder[0]
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        next_look = time.monotonic() + _REPORT_INTERVAL_S
         interval = 0.005
         while not done():
-            if deadline is not None and time.monotonic() > deadline:
+            now = time.monotonic()
+            if deadline is not None and now > deadline:
                 raise TimeoutError(f"job {self._job_id} not finished after {timeout_s} s")
+            if now >= next_look:
+                look()
+                next_look = now + _REPORT_INTERVAL_S
             time.sleep(interval)
             interval = min(interval * 2, 0.1)
+        look()  # failures and restarts since the last look (the end line follows)
         return holder[0]
 
     def get_job_execution_result(self, timeout_s: float | None = None) -> JobExecutionResult:

@@ -1,7 +1,8 @@
 """Live job progress for attached runs: a rich progress bar per JobVertex.
 
 Each bar shows the vertex name, its finished/total subtasks and its aggregated state; the display
-ends with the job's final status. Snapshots come from ``JobClient.get_job_details()``.
+ends with the job's final status. Snapshots come from ``JobClient.get_job_details()``. Lines about
+failures and restarts (``flintlock.client.job_events``) are printed above the bars as they happen.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph, ArchivedJobVertex
 
-__all__ = ["follow_job", "stderr_console"]
+__all__ = ["follow_job", "print_lines", "stderr_console", "vertex_label"]
 
 
 def stderr_console() -> Console:
@@ -25,13 +26,23 @@ def _short(name: str, width: int = 60) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
+def print_lines(console: Console, lines: list[str]) -> None:
+    """Print ``lines`` as they are (no rich markup, no highlighting)."""
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
 def follow_job(
     snapshot: Callable[[], ArchivedExecutionGraph],
     is_done: Callable[[], bool],
     console: Console | None = None,
     interval_s: float = 0.1,
+    report: Callable[[ArchivedExecutionGraph], list[str]] | None = None,
 ) -> None:
-    """Render progress until ``is_done()``; ``snapshot()`` returns the job's current graph."""
+    """Render progress until ``is_done()``; ``snapshot()`` returns the job's current graph.
+
+    ``report(graph)`` returns lines to print above the bars (failures and restarts).
+    """
     console = console or stderr_console()
     with Progress(
         TextColumn("{task.description}"),
@@ -47,6 +58,8 @@ def follow_job(
         while True:
             done = is_done()
             graph = snapshot()
+            if report is not None:
+                print_lines(progress.console, report(graph))
             for vertex in graph.vertices:
                 finished = sum(1 for s in vertex.subtasks if s.state.name == "FINISHED")
                 state = vertex_label(vertex, graph.pending_slot_requests)

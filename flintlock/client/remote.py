@@ -1,13 +1,15 @@
 """Remote execution: ``execution.target: remote`` submits each job to a session cluster over REST.
 
 The cluster is found at ``rest.address:rest.port`` (``flintlock run -m host:port`` sets both). The
-cluster secret comes from ``security.cluster.secret``, or, for a cluster started on this machine by
-``flintlock cluster start``, from its state directory (``cluster.state-dir``).
+cluster secret comes from ``security.cluster.secret``, the ``FLINTLOCK_CLUSTER_SECRET`` environment
+variable (set for programs run by ``POST /jars/:jarid/run``), or, for a cluster started on this
+machine by ``flintlock cluster start``, from its state directory (``cluster.state-dir``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +23,18 @@ from flintlock.config.options import (
     REST_ADDRESS,
     REST_PORT,
 )
+from flintlock.runtime.entrypoint.common import SECRET_ENV
 from flintlock.runtime.executiongraph.archived import (
     ArchivedExecution,
     ArchivedExecutionGraph,
     ArchivedJobVertex,
+    ExceptionHistoryEntry,
     JobResult,
 )
 from flintlock.runtime.ids import ExecutionAttemptID, ExecutionVertexID, JobID, JobVertexID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
+from flintlock.runtime.taskmanager.task_execution_state import SerializedError
 
 __all__ = ["RemoteJobClient", "cluster_state_dir", "rest_client_for", "submit_remote"]
 
@@ -41,7 +46,7 @@ def cluster_state_dir(configuration: Configuration) -> Path:
 
 
 def _secret(configuration: Configuration) -> str | None:
-    secret = configuration.get(CLUSTER_SECRET)
+    secret = configuration.get(CLUSTER_SECRET) or os.environ.get(SECRET_ENV)
     if secret:
         return str(secret)
     path = cluster_state_dir(configuration) / "secret"
@@ -77,8 +82,38 @@ def submit_remote(job_graph: JobGraph, configuration: Configuration, show_progre
     return RemoteJobClient(client, job_graph.job_id, job_graph.name, show_progress)
 
 
-def _archived_from_rest(body: dict[str, Any]) -> ArchivedExecutionGraph:
-    """Just enough of ``GET /jobs/:jobid`` for progress display (per-vertex task counts)."""
+def _history_from_rest(body: dict[str, Any]) -> tuple[ExceptionHistoryEntry, ...]:
+    """``GET /jobs/:jobid/exceptions`` -> the flat exception history, oldest first.
+
+    A root entry's ``concurrentExceptions`` follow it, marked ``concurrent``. The REST shape has
+    no message: ``SerializedError.message`` is left empty and the stack trace kept.
+    """
+
+    def entry(info: dict[str, Any], concurrent: bool) -> ExceptionHistoryEntry:
+        error = SerializedError(str(info.get("exceptionName") or "Exception"), "",
+                                str(info.get("stacktrace") or ""))
+        return ExceptionHistoryEntry(error, int(info.get("timestamp") or 0), info.get("taskName"),
+                                     info.get("endpoint"), concurrent=concurrent)
+
+    flat: list[ExceptionHistoryEntry] = []
+    for root in reversed(body.get("exceptionHistory", {}).get("entries", [])):
+        flat.append(entry(root, False))
+        flat.extend(entry(c, True) for c in root.get("concurrentExceptions", []))
+    return tuple(flat)
+
+
+def _has_failures(body: dict[str, Any]) -> bool:
+    """Whether the job details show a failure: a restart, or a failed or cancelled subtask."""
+    counts = body.get("status-counts", {})
+    return (int(body.get("numRestarts", 0)) > 0 or body.get("state") in ("RESTARTING", "FAILING",
+                                                                           "FAILED")
+            or any(int(counts.get(s, 0)) > 0 for s in ("FAILED", "CANCELING", "CANCELED")))
+
+
+def _archived_from_rest(body: dict[str, Any],
+                        history: tuple[ExceptionHistoryEntry, ...] = ()) -> ArchivedExecutionGraph:
+    """Just enough of ``GET /jobs/:jobid`` for progress display (per-vertex task counts) and the
+    failure report (restarts, next restart time, exception history)."""
     vertices = []
     for v in body.get("vertices", []):
         vid = JobVertexID.from_hex(v["id"])
@@ -96,6 +131,11 @@ def _archived_from_rest(body: dict[str, Any]) -> ArchivedExecutionGraph:
         JobID.from_hex(body["jid"]), body.get("name", ""), JobType(body.get("job-type", "BATCH")),
         JobStatus(body["state"]), dict(body.get("timestamps", {})), tuple(vertices),
         pending_slot_requests=int(body.get("pending-slot-requests", 0)),
+        exception_history=history,
+        number_of_restarts=int(body.get("numRestarts", 0)),
+        next_restart_attempt_ms=(
+            int(body["next-restart-time"]) if int(body.get("next-restart-time", -1)) >= 0 else None
+        ),
     )
 
 
@@ -106,12 +146,24 @@ class RemoteJobClient(PollingJobClient):
                  show_progress: bool) -> None:
         super().__init__(job_id, job_name, show_progress)
         self._client = client
+        self._server_now_ms: int | None = None
 
     def get_job_status(self) -> JobStatus:
         return JobStatus(self._client.job_status(self._job_id))
 
     def get_job_details(self) -> ArchivedExecutionGraph:
-        return _archived_from_rest(self._client.job_details(self._job_id))
+        """The job's details; with its exception history once the job had a failure."""
+        body = self._client.job_details(self._job_id)
+        if "now" in body:
+            self._server_now_ms = int(body["now"])
+        history: tuple[ExceptionHistoryEntry, ...] = ()
+        if _has_failures(body):
+            history = _history_from_rest(self._client.job_exceptions(self._job_id))
+        return _archived_from_rest(body, history)
+
+    def _now_ms(self) -> int:
+        """The server's clock at the last details response (its timestamps are on that clock)."""
+        return self._server_now_ms if self._server_now_ms is not None else super()._now_ms()
 
     def cancel(self) -> None:
         self._client.cancel(self._job_id)

@@ -139,6 +139,11 @@ class RestClusterClient:
     def job_details(self, job_id: JobID | str) -> dict[str, Any]:
         return self._request("GET", f"/jobs/{job_id}")
 
+    def job_exceptions(self, job_id: JobID | str, max_exceptions: int | None = None) -> dict[str, Any]:
+        """``GET /jobs/:jobid/exceptions`` (Flink ``JobExceptionsInfoWithHistory``)."""
+        params = {"maxExceptions": max_exceptions} if max_exceptions is not None else None
+        return self._request("GET", f"/jobs/{job_id}/exceptions", params=params)
+
     def job_status(self, job_id: JobID | str) -> str:
         return str(self._request("GET", f"/jobs/{job_id}/status")["status"])
 

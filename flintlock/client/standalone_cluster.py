@@ -23,7 +23,7 @@ from typing import Any
 from flintlock.client.remote import cluster_state_dir
 from flintlock.client.rest_cluster_client import RestClusterClient
 from flintlock.config import Configuration
-from flintlock.config.options import CLUSTER_SECRET
+from flintlock.config.options import CLUSTER_SECRET, LOG_DIR
 from flintlock.exceptions import FlintlockException
 from flintlock.runtime.entrypoint.common import SECRET_ENV
 
@@ -129,6 +129,9 @@ def start_cluster(configuration: Configuration, dynamic: list[str], task_manager
         stale.unlink(missing_ok=True)
     secret = _ensure_secret(state, configuration)
     d_args = [a for item in dynamic for a in ("-D", item)]
+    if configuration.get(LOG_DIR) is None and not any(d.startswith("env.log.dir=") for d in dynamic):
+        # keep process and task logs with the cluster's state (served by REST, kept after stop)
+        d_args += ["-D", f"env.log.dir={state / 'log'}"]
     started: list[subprocess.Popen[bytes]] = []
     try:
         jm = _spawn("jobmanager", ["jobmanager", *d_args], state, secret)

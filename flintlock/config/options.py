@@ -218,7 +218,10 @@ RPC_ASK_TIMEOUT = option("rpc.ask-timeout", 10.0, duration, "Timeout of RPC call
 
 # ---- shuffle / data plane ----------------------------------------------------------------------
 SHUFFLE_DIR = option("shuffle.storage-dir", None, _str,
-                     "Where result partitions are written (default: a temp dir per TaskManager).")
+                     "Where result partitions are written (default: a temp dir per TaskManager). "
+                     "Unset: partitions are TM-local and lost with their TaskManager (the "
+                     "producers re-run); set: treated as shared storage (NFS path, s3a://, "
+                     "hdfs://) whose partitions survive the loss of the TaskManager.")
 SPARK_REMOTE = option("spark.remote", None, _str,
                       "Spark Connect URL (sc://host:15002); default: an embedded local[cores] server.")
 
@@ -244,3 +247,60 @@ CLUSTER_STATE_DIR = option(
     "cluster.state-dir", None, _str,
     "Directory of a standalone cluster's pid files, logs and port files "
     "(default: ~/.flintlock/cluster).")
+
+# ---- failure recovery (issue 4: exception history) ---------------------------------------------
+WEB_EXCEPTION_HISTORY_SIZE = option(
+    "web.exception-history-size", 16, pos_int,
+    "Failures (root entries with their concurrent failures) kept per job in the exception "
+    "history that GET /jobs/:jobid/exceptions shows.")
+
+# ---- logs, metrics and web submission (issue 5: REST, logs and metrics) -------------------------
+
+
+def _port_range(value: Any) -> str:
+    """A port (``9249``) or an inclusive range (``9249-9260``), as Flink's reporter ports."""
+    text = str(value).strip()
+    m = re.fullmatch(r"(\d{1,5})(?:\s*-\s*(\d{1,5}))?", text)
+    low = int(m.group(1)) if m else -1
+    high = int(m.group(2)) if m and m.group(2) else low
+    if not m or not 0 <= low <= high <= 65535:
+        raise ValueError(f"{value!r} is not a port or a port range (examples: '9249', '9249-9260')")
+    return f"{low}-{high}" if high != low else str(low)
+
+
+LOG_DIR = option(
+    "env.log.dir", None, _str,
+    "Directory of the process log files and of the TaskManagers' per-attempt task logs (default: "
+    "a temporary directory per process, removed when the process stops).")
+WEB_UPLOAD_DIR = option(
+    "web.upload.dir", None, _str,
+    "Directory of the programs uploaded with POST /jars/upload (default: a temporary directory "
+    "removed when the JobManager stops).")
+PROM_PORT = option(
+    "metrics.reporter.prom.port", None, _port_range,
+    "Port or port range (9249-9260) of this process's Prometheus endpoint (/metrics); the first "
+    "free port is used. Unset: no Prometheus endpoint.")
+PROM_HOST = option(
+    "metrics.reporter.prom.host", "127.0.0.1", _str,
+    "Interface the Prometheus endpoint binds (flintlock's own key; Flink binds all interfaces).")
+
+# ---- planner / data plane speed (issue 6: make it fast) -----------------------------------------
+AGG_PHASE_STRATEGY = option(
+    "table.optimizer.agg-phase-strategy", "AUTO", _enum("AUTO", "TWO_PHASE", "ONE_PHASE"),
+    "Two-phase (local/global) aggregation: AUTO splits decomposable aggregations (sum, count, "
+    "min, max, avg) into a local phase chained before the exchange and a global merge phase "
+    "when the local phase can chain; TWO_PHASE splits them even when it cannot; ONE_PHASE never.")
+
+
+def _bytes_or_off(value: Any) -> int:
+    """A size in bytes (``1048576``, ``"10m"``) or -1 (off)."""
+    if str(value).strip() == "-1":
+        return -1
+    return parse_memory_bytes(value)
+
+
+BROADCAST_JOIN_THRESHOLD = option(
+    "table.optimizer.join.broadcast-threshold", 1 << 20, _bytes_or_off,
+    "Largest estimated size (bytes; the files a join side reads through projections and "
+    "filters only) of a join input that is broadcast to the other side's subtasks instead of "
+    "hash-partitioning both sides; -1 turns automatic broadcast joins off.")

@@ -5,7 +5,8 @@ Shapes:
   head operator's id (as in Flink, where a vertex's id is its head's hash).
 - Every non-chained StreamEdge becomes one IntermediateDataSet (produced by the vertex holding the
   edge's source node) and one JobEdge of the target vertex; the target's input gates are its head's
-  in-edges ordered by ``type_number`` (gate 0 = join left, 1 = join right).
+  in-edges ordered by ``type_number`` (gate 0 = join left, 1 = join right), then the broadcast
+  side of each chained broadcast join, in chain order.
 - The vertex's ``invokable_payload`` is ``cloudpickle.dumps(OperatorChain)``: node 0 the head, each
   other node wired to the chained node that feeds it, ``outputs`` in dataset order.
 - BATCH: every dataset is BLOCKING. HASH outputs use the consumer vertex's max parallelism as the
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 
 import cloudpickle
 
-from flintlock.graph.chaining import Chain, chained_in_edge, compute_chains
+from flintlock.graph.chaining import Chain, chained_in_edges, compute_chains
 from flintlock.graph.plan import job_graph_plan
 from flintlock.graph.stream_graph import StreamEdge, StreamGraph
 from flintlock.runtime.ids import IntermediateDataSetID, JobID, JobVertexID
@@ -75,9 +76,8 @@ def create_job_graph(
     result_type = result_partition_type(graph.job_type)
 
     # every non-chained edge -> one dataset, produced in chain order
-    chained = {
-        _edge_key(e) for n in graph.nodes if (e := chained_in_edge(graph, n.id)) is not None
-    }
+    via = chained_in_edges(graph)
+    chained = {_edge_key(e) for e in via.values()}
     dataset_of: dict[tuple[int, int, int], IntermediateDataSetID] = {}
     for c in chains:
         for nid in c.nodes:
@@ -88,7 +88,7 @@ def create_job_graph(
     vertices: list[JobVertex] = []
     for c in chains:
         vertices.append(
-            _build_vertex(graph, c, vertex_ids, vertex_of_node, max_par, chained, dataset_of,
+            _build_vertex(graph, c, vertex_ids, vertex_of_node, max_par, via, dataset_of,
                           result_type, invokable_class)
         )
     name = graph.job_name
@@ -108,11 +108,12 @@ def _build_vertex(
     vertex_ids: Mapping[int, JobVertexID],
     vertex_of_node: Mapping[int, Chain],
     max_par: Mapping[int, int],
-    chained: set[tuple[int, int, int]],
+    via: Mapping[int, StreamEdge],
     dataset_of: Mapping[tuple[int, int, int], IntermediateDataSetID],
     result_type: ResultPartitionType,
     invokable_class: str,
 ) -> JobVertex:
+    chained = {_edge_key(e) for e in via.values()}
     head = graph.node(chain.head)
     vid = vertex_ids[chain.head]
     index = {nid: i for i, nid in enumerate(chain.nodes)}
@@ -133,21 +134,23 @@ def _build_vertex(
                                     e.key_columns)
             )
 
-    in_edges = graph.in_edges(chain.head)
+    # input gates: the non-chained in-edges of the head, then of chained broadcast joins
+    gate_edges: list[StreamEdge] = []
+    gates_of: dict[int, tuple[int, ...]] = {}
+    for nid in chain.nodes:
+        network = [e for e in graph.in_edges(nid) if _edge_key(e) not in chained]
+        gates_of[nid] = tuple(range(len(gate_edges), len(gate_edges) + len(network)))
+        gate_edges.extend(network)
     inputs = tuple(
         JobEdge(dataset_of[_edge_key(e)], vid, e.partitioner, type_number=gate)
-        for gate, e in enumerate(in_edges)
+        for gate, e in enumerate(gate_edges)
     )
 
     nodes: list[ChainedNode] = []
     for nid in chain.nodes:
         node = graph.node(nid)
-        if nid == chain.head:
-            gate_inputs: tuple[int, ...] = tuple(range(len(in_edges)))
-            chained_input = None
-        else:
-            gate_inputs = ()
-            chained_input = index[graph.in_edges(nid)[0].source_id]
+        gate_inputs = gates_of[nid]
+        chained_input = None if nid == chain.head else index[via[nid].source_id]
         nodes.append(
             ChainedNode(node.operator_id, node.name, node.spec, gate_inputs, chained_input,
                         tuple(node_outputs[nid]))

@@ -12,6 +12,12 @@ Rules (Flink ``StreamGraphGenerator`` and ``StreamGraph.addEdgeInternal``, fact 
 - slot sharing group: the transformation's, else the inputs' common group, else ``"default"``.
 - edge partitioner: the one set by a partitioning, else FORWARD for equal parallelism and
   REBALANCE otherwise; an explicit FORWARD across different parallelisms is an error.
+- two-phase aggregation (``table.optimizer.agg-phase-strategy``, Flink's planner key): a keyed or
+  global aggregation behind an exchange whose aggregates decompose
+  (``flintlock.runtime.operators.aggregation``) becomes a local phase with the producer's
+  parallelism, chained to it (``LocalKeyedAggregate`` / ``LocalAggregate``), and a global merge
+  phase behind the exchange (``GlobalKeyedAggregate`` / ``GlobalAggregate``). AUTO does this when
+  the local phase can chain; TWO_PHASE always; ONE_PHASE never.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ from flintlock.api.transformations import (
     SourceTransformation,
     Transformation,
 )
+from flintlock.config.options import AGG_PHASE_STRATEGY, BROADCAST_JOIN_THRESHOLD
+from flintlock.graph.size_estimates import estimated_bytes
 from flintlock.graph.stream_graph import (
     DEFAULT_SLOT_SHARING_GROUP,
     ChainingStrategy,
@@ -44,7 +52,20 @@ from flintlock.graph.stream_graph import (
 from flintlock.graph.user_code import dumps_user_function
 from flintlock.runtime.ids import OperatorID
 from flintlock.runtime.jobgraph.types import JobType, ShipStrategy
-from flintlock.runtime.operators.specs import LimitSpec, SerializedFunction, SinkSpec, SourceSpec
+from flintlock.runtime.operators.aggregation import plan_two_phase
+from flintlock.runtime.operators.specs import (
+    BROADCAST_LEFT_JOINS,
+    BROADCAST_RIGHT_JOINS,
+    GlobalAggregateSpec,
+    JoinSpec,
+    KeyedAggregateSpec,
+    LimitSpec,
+    LocalAggregateSpec,
+    MergeAggregateSpec,
+    SerializedFunction,
+    SinkSpec,
+    SourceSpec,
+)
 
 __all__ = [
     "DEFAULT_BATCH_JOB_NAME",
@@ -242,11 +263,15 @@ class _Builder:
         if isinstance(t, LimitTransformation):
             return self._translate_limit(t)
         inputs = [self.translate(i) for i in t.inputs]
+        if isinstance(t, OneInputTransformation) and self._splits_aggregation(t, inputs[0]):
+            return self._translate_two_phase(t, inputs[0])
         if isinstance(t, OneInputTransformation):
             spec = t.spec
             if t.function is not None:
                 spec = dataclasses.replace(spec, fn=serialize_function(t.function, t.name))
             return self.add_node(t, spec, inputs)
+        if isinstance(t, MultiInputTransformation) and isinstance(t.spec, JoinSpec):
+            return self._translate_join(t, inputs)
         if isinstance(t, MultiInputTransformation):
             return self.add_node(t, t.spec, inputs)
         if isinstance(t, SinkTransformation):
@@ -270,6 +295,82 @@ class _Builder:
             id=-t.id, name="Global", inputs=(), ship_strategy=ShipStrategy.GLOBAL, implicit=True
         )
         return self.add_node(t, LimitSpec(t.n), [_Ref(local_ref.node_id, to_global)])
+
+
+    def _option(self, opt: Any) -> Any:
+        """A planner option's value from the job configuration (validated by ``Configuration``)."""
+        return opt.parse(self.settings.configuration.get(opt.key, opt.default))
+
+    # ---- broadcast joins ------------------------------------------------------------------------
+
+    def _translate_join(self, t: MultiInputTransformation, inputs: list[_Ref]) -> _Ref:
+        """A hash join whose small side fits ``table.optimizer.join.broadcast-threshold``
+        becomes a broadcast join: that side over a BROADCAST edge, the other side unpartitioned
+        (so the join chains to it)."""
+        spec = t.spec
+        side = spec.broadcast or self._broadcast_side(spec, inputs)
+        if side and not spec.broadcast:
+            build = 0 if side == "left" else 1
+            to_all = PartitionTransformation(id=-t.id, name="Broadcast", inputs=(),
+                                             ship_strategy=ShipStrategy.BROADCAST)
+            inputs = [_Ref(r.node_id, to_all if i == build else None) for i, r in enumerate(inputs)]
+            spec = dataclasses.replace(spec, broadcast=side)
+        return self.add_node(t, spec, inputs)
+
+    def _broadcast_side(self, spec: JoinSpec, inputs: list[_Ref]) -> str:
+        threshold = int(self._option(BROADCAST_JOIN_THRESHOLD))
+        if threshold < 0 or len(inputs) != 2:
+            return ""
+        if any(r.partition is None or r.partition.ship_strategy is not ShipStrategy.HASH
+               for r in inputs):
+            return ""
+        sizes = [estimated_bytes(self.nodes, self.edges, r.node_id) for r in inputs]
+        candidates = [
+            (size, side) for size, side, allowed in (
+                (sizes[1], "right", BROADCAST_RIGHT_JOINS), (sizes[0], "left", BROADCAST_LEFT_JOINS))
+            if size is not None and size <= threshold and spec.how in allowed
+        ]
+        return min(candidates)[1] if candidates else ""
+
+    # ---- two-phase aggregation ------------------------------------------------------------------
+
+    def _splits_aggregation(self, t: OneInputTransformation, ref: _Ref) -> bool:
+        """Whether ``t`` (an aggregation behind an exchange) runs as local + global phases."""
+        spec = t.spec
+        if not isinstance(spec, (KeyedAggregateSpec, GlobalAggregateSpec)) or ref.partition is None:
+            return False
+        strategy = self._option(AGG_PHASE_STRATEGY)
+        if strategy == "ONE_PHASE":
+            return False
+        up = self.nodes[ref.node_id]
+        parallelism = 1 if t.non_parallel else (t.parallelism or self.settings.default_parallelism)
+        p = ref.partition
+        if p.implicit and p.ship_strategy is ShipStrategy.GLOBAL and up.parallelism == 1 == parallelism:
+            return False  # becomes a chained FORWARD edge: nothing crosses an exchange
+        if plan_two_phase(spec.aggregates)[0] is None:
+            return False
+        if strategy == "TWO_PHASE":
+            return True
+        # AUTO: only when the local phase chains to its producer (no extra exchange)
+        return self.settings.chaining_enabled and up.chaining_strategy is not ChainingStrategy.NEVER
+
+    def _translate_two_phase(self, t: OneInputTransformation, ref: _Ref) -> _Ref:
+        """Local aggregate chained to the producer, then the global merge behind the exchange."""
+        spec = t.spec
+        keys = spec.keys if isinstance(spec, KeyedAggregateSpec) else ()
+        default = "KeyedAggregate" if keys else "Aggregate"
+        local_name = f"Local{default}" if t.name == default else f"{t.name} (local)"
+        global_name = f"Global{default}" if t.name == default else t.name
+        up = self.nodes[ref.node_id]
+        local = dataclasses.replace(
+            t, uid=None, parallelism=up.parallelism, max_parallelism=None, non_parallel=False,
+            chaining_strategy=ChainingStrategy.ALWAYS, slot_sharing_group=None,
+        )
+        local_uid = f"{t.uid}-local" if t.uid else None
+        local_ref = self.add_node(local, LocalAggregateSpec(keys, spec.aggregates), [_Ref(up.id)],
+                                  uid=local_uid, name=local_name)
+        return self.add_node(t, MergeAggregateSpec(keys, spec.aggregates),
+                             [_Ref(local_ref.node_id, ref.partition)], name=global_name)
 
 
 def generate_stream_graph(

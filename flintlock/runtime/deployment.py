@@ -18,6 +18,7 @@ from flintlock.runtime.ids import (
     IntermediateDataSetID,
     IntermediateResultPartitionID,
     JobID,
+    ResourceID,
 )
 from flintlock.runtime.jobgraph.types import ResultPartitionType, ShipStrategy
 
@@ -41,6 +42,12 @@ class PartitionLocation:
         rows_per_subpartition: row count per subpartition index (0 = nothing written there).
         bytes_per_subpartition: stored bytes per subpartition index.
         schema: the rows' schema as a Spark DDL string.
+        stores_local_resources_on: the TaskManager whose local disk holds the files (Flink
+            ``ShuffleDescriptor.storesLocalResourcesOn``): set by the producing TaskExecutor to its
+            ResourceID when its shuffle storage is TM-local (no ``shuffle.storage-dir``
+            configured: a temporary directory of the TaskManager process); ``None`` when
+            ``shuffle.storage-dir`` is configured (shared storage that outlives the TaskManager).
+            When that TaskManager is lost the JobMaster treats the partition as gone.
     """
 
     partition_id: IntermediateResultPartitionID
@@ -49,6 +56,7 @@ class PartitionLocation:
     rows_per_subpartition: tuple[int, ...]
     bytes_per_subpartition: tuple[int, ...]
     schema: str
+    stores_local_resources_on: ResourceID | None = None
 
 
 @dataclass(frozen=True)

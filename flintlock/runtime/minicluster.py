@@ -32,7 +32,7 @@ from flintlock.runtime.executiongraph.archived import JobResult
 from flintlock.runtime.ids import JobID, ResourceID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.resourcemanager.gateway import ResourceManagerGateway
-from flintlock.runtime.rpc.service import InProcRpcService
+from flintlock.runtime.rpc.service import InProcRpcService, RpcService
 
 __all__ = ["MiniCluster"]
 
@@ -51,6 +51,9 @@ class MiniCluster:
             missing entries are created (a SparkSessionProvider, a temporary shuffle directory).
         warm_up_spark: start the Spark session in the background during ``start()``.
         clock: time source of all components.
+        rpc_service: the transport of all components (default: a new ``InProcRpcService``);
+            e.g. a ``FaultInjectingRpcService`` wrapping one, for failure tests. Closed by
+            ``close()``.
     """
 
     def __init__(
@@ -62,6 +65,7 @@ class MiniCluster:
         services: Mapping[str, Any] | None = None,
         warm_up_spark: bool = False,
         clock: Clock | None = None,
+        rpc_service: RpcService | None = None,
     ) -> None:
         self.configuration = configuration.copy() if configuration else Configuration()
         self.num_task_managers = num_task_managers or self.configuration.get(LOCAL_TASKMANAGERS)
@@ -70,7 +74,9 @@ class MiniCluster:
         self._warm_up_spark = warm_up_spark
         self._clock = clock
         self._owned_shuffle_dir: str | None = None
-        self.rpc_service = InProcRpcService(timeout_s=self.configuration.get(RPC_ASK_TIMEOUT))
+        self.rpc_service: Any = rpc_service or InProcRpcService(
+            timeout_s=self.configuration.get(RPC_ASK_TIMEOUT)
+        )
         self.resource_manager: Any = None
         self.dispatcher: Dispatcher | None = None
         self.task_executors: list[Any] = []

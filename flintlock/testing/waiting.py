@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-__all__ = ["wait_until", "wait_until_sync"]
+__all__ = ["wait_until", "wait_until_async", "wait_until_sync"]
 
 
 def _failure(timeout_s: float, predicate: Callable[[], Any],
@@ -43,6 +43,28 @@ async def wait_until(
     deadline = loop.time() + timeout_s
     while True:
         value = predicate()
+        if value:
+            return value
+        if loop.time() >= deadline:
+            raise _failure(timeout_s, predicate, describe)
+        await asyncio.sleep(interval_s)
+
+
+async def wait_until_async(
+    predicate: Callable[[], Awaitable[Any]],
+    timeout_s: float = 10.0,
+    interval_s: float = 0.05,
+    describe: Callable[[], Any] | None = None,
+) -> Any:
+    """``wait_until`` for an async predicate (e.g. one that asks a gateway); returns its value.
+
+    Raises:
+        AssertionError: not truthy within ``timeout_s``; the message includes ``describe()``.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        value = await predicate()
         if value:
             return value
         if loop.time() >= deadline:

@@ -75,6 +75,8 @@ def install_connector_standins(monkeypatch: pytest.MonkeyPatch) -> None:
 
     The API tests check what the API hands to connectors, not the connectors themselves.
     """
+    import flintlock.connectors  # noqa: F401  (the real package first: its __init__ needs them)
+
     stand_ins = {
         "flintlock.connectors.collection": {
             "CollectionSource": _CollectionSource, "SequenceSource": _SequenceSource},

@@ -39,8 +39,11 @@ def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
     install_connector_standins(monkeypatch)
 
 
-def _env(p: int = 4) -> StreamExecutionEnvironment:
-    return StreamExecutionEnvironment.get_execution_environment().set_parallelism(p)
+def _env(p: int = 4, agg_phases: str = "ONE_PHASE") -> StreamExecutionEnvironment:
+    """An environment of parallelism ``p``; one-phase aggregation unless asked (these tests check
+    the chaining rules; two-phase aggregation has its own tests)."""
+    env = StreamExecutionEnvironment.get_execution_environment().set_parallelism(p)
+    return env.configure({"table.optimizer.agg-phase-strategy": agg_phases})
 
 
 def _names(env: StreamExecutionEnvironment) -> list[str]:
@@ -79,6 +82,33 @@ def test_q1_source_and_filter_chain_into_one_vertex_with_a_hash_edge() -> None:
     assert isinstance(agg_spec, KeyedAggregateSpec)
     assert agg_spec.keys == ("l_returnflag", "l_linestatus") and len(agg_spec.aggregates) == 2
     assert isinstance(_chain(sort).head().spec, SortSpec)
+
+
+def test_q1_aggregates_in_two_phases_by_default() -> None:
+    env = _env(agg_phases="AUTO")
+    (env.from_source(FakeSource("Parquet: /lineitem"))
+        .filter(F.col("l_shipdate") <= F.lit("1998-09-02"))
+        .key_by("l_returnflag", "l_linestatus")
+        .agg(F.sum("l_quantity").alias("sum_qty"), F.avg("l_discount").alias("avg_disc"),
+             F.count(F.lit(1)).alias("count_order"))
+        .sort("l_returnflag", "l_linestatus")
+        .sink_to(FakeSink()))
+    jg = env.get_job_graph()
+    # the producer pre-aggregates per key before the HASH exchange (Flink LocalGroupAggregate)
+    assert [v.name for v in jg.vertices] == [
+        "Source: Parquet: /lineitem -> Filter -> LocalKeyedAggregate",
+        "GlobalKeyedAggregate", "Sort -> Sink: Fake: /out"]
+    first, agg, _sort = jg.vertices
+    assert first.results[0].ship_strategy is HASH
+    assert first.results[0].key_columns == ("l_returnflag", "l_linestatus")
+    assert agg.inputs[0].ship_strategy is HASH
+
+
+def test_count_distinct_is_not_split_into_two_phases() -> None:
+    env = _env(agg_phases="AUTO")
+    (env.from_source(FakeSource()).key_by("k")
+        .agg(F.count_distinct("x").alias("n")).sink_to(FakeSink()))
+    assert _names(env) == ["Source: Fake: /data", "KeyedAggregate -> Sink: Fake: /out"]
 
 
 def test_plan_json_lists_every_operator_with_its_ship_strategy() -> None:

@@ -20,17 +20,20 @@ def _empty_tables(root: Path) -> Path:
     return root
 
 
-def test_info_shows_q1_source_and_filter_chained_with_a_hash_edge(tmp_path: Path) -> None:
+def test_info_shows_q1_source_filter_and_local_aggregate_chained_with_a_hash_edge(
+        tmp_path: Path) -> None:
     data = _empty_tables(tmp_path / "data")
     result = CliRunner().invoke(cli, ["info", str(REPO / "examples/tpch/q1.py"), "--data", str(data)])
     assert result.exit_code == 0, result.output
     plan = json.loads(result.output)
     nodes = plan["nodes"]
     assert plan["type"] == "BATCH"
+    # two-phase aggregation: partial aggregates per key are written before the HASH exchange
     assert nodes[0]["operator"].startswith("Source: lineitem -> Filter")
+    assert nodes[0]["operator"].endswith("-> LocalKeyedAggregate")
     assert "inputs" not in nodes[0]
     agg = nodes[1]
-    assert agg["operator"].startswith("KeyedAggregate")
+    assert agg["operator"].startswith("GlobalKeyedAggregate")
     assert agg["inputs"] == [{"num": 0, "id": nodes[0]["id"], "ship_strategy": "HASH",
                               "exchange": "blocking"}]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]  # nothing ran or was written

@@ -41,7 +41,9 @@ def logs(*dirs: Path) -> str:
 def start_cluster(state: Path, task_managers: int) -> Iterator[dict[str, Any]]:
     """``flintlock cluster start`` on ephemeral ports; yields how to reach it; stops it after."""
     d = ["-D", f"cluster.state-dir={state}", "-D", "rest.port=0", "-D", "jobmanager.rpc.port=0",
-         "-D", "taskmanager.numberOfTaskSlots=2"]
+         "-D", "taskmanager.numberOfTaskSlots=2",
+         # every process serves Prometheus on a free port (``metrics_port`` in its port file)
+         "-D", "metrics.reporter.prom.port=0"]
     try:
         start = subprocess.run([*FLINTLOCK, "cluster", "start", "--taskmanagers", str(task_managers),
                                 *d], capture_output=True, text=True, timeout=300, cwd=REPO)

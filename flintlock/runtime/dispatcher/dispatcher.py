@@ -32,10 +32,12 @@ from flintlock.runtime.executiongraph.archived import (
     JobDetails,
     JobResult,
 )
-from flintlock.runtime.ids import JobID
+from flintlock.runtime.ids import JobID, ResourceID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import JobStatus
 from flintlock.runtime.jobmaster.gateway import JobMasterGateway
+from flintlock.runtime.logs.files import LogChunk, LogInfo
+from flintlock.runtime.metrics.task_manager_metrics import TaskManagerMetricsSnapshot
 from flintlock.runtime.resourcemanager.gateway import (
     ResourceManagerGateway,
     ResourceOverview,
@@ -260,6 +262,19 @@ class Dispatcher(RpcEndpoint):
     async def request_task_manager_infos(self) -> tuple[TaskManagerInfo, ...]:
         rm = await self._rpc.connect(self._rm_address, ResourceManagerGateway)
         return await rm.request_task_manager_infos()
+
+    async def request_task_manager_log_list(self, resource_id: ResourceID) -> tuple[LogInfo, ...]:
+        rm = await self._rpc.connect(self._rm_address, ResourceManagerGateway)
+        return await rm.request_task_manager_log_list(resource_id)
+
+    async def request_task_manager_log(self, resource_id: ResourceID, name: str | None,
+                                       start: int, count: int) -> LogChunk:
+        rm = await self._rpc.connect(self._rm_address, ResourceManagerGateway)
+        return await rm.request_task_manager_log(resource_id, name, start, count)
+
+    async def request_task_manager_metrics(self, resource_id: ResourceID) -> TaskManagerMetricsSnapshot:
+        rm = await self._rpc.connect(self._rm_address, ResourceManagerGateway)
+        return await rm.request_task_manager_metrics(resource_id)
 
     async def shutdown_cluster(self) -> Acknowledge:
         if self._on_shutdown_requested is not None:

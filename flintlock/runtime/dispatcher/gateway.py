@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph, JobDetails, JobResult
-from flintlock.runtime.ids import JobID
+from flintlock.runtime.ids import JobID, ResourceID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import JobStatus
+from flintlock.runtime.logs.files import LogChunk, LogInfo
+from flintlock.runtime.metrics.task_manager_metrics import TaskManagerMetricsSnapshot
 from flintlock.runtime.resourcemanager.gateway import ResourceOverview, TaskManagerInfo
 from flintlock.runtime.rpc.messages import Acknowledge
 
@@ -72,4 +74,26 @@ class DispatcherGateway(Protocol):
 
     async def shutdown_cluster(self) -> Acknowledge:
         """Stop the cluster (REST ``DELETE /cluster``)."""
+        ...
+
+    async def request_task_manager_log_list(self, resource_id: ResourceID) -> tuple[LogInfo, ...]:
+        """A TaskManager's log files (forwarded to the ResourceManager).
+
+        Raises:
+            UnknownTaskExecutorException: no such TaskManager.
+        """
+        ...
+
+    async def request_task_manager_log(self, resource_id: ResourceID, name: str | None,
+                                       start: int, count: int) -> LogChunk:
+        """A chunk of a TaskManager's log file (``name`` None: its process log).
+
+        Raises:
+            UnknownTaskExecutorException: no such TaskManager.
+            LogFileNotFoundException: it serves no such file.
+        """
+        ...
+
+    async def request_task_manager_metrics(self, resource_id: ResourceID) -> TaskManagerMetricsSnapshot:
+        """A TaskManager's metrics. Raises ``UnknownTaskExecutorException`` for an unknown id."""
         ...

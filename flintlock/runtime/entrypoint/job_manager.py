@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 from pathlib import Path
 
 from flintlock.config import Configuration
@@ -30,6 +32,13 @@ from flintlock.runtime.entrypoint.common import (
     install_stop_signals,
     write_port_file,
 )
+from flintlock.runtime.logs.files import LogDirectory
+from flintlock.runtime.logs.process_logs import (
+    log_directory_for,
+    start_process_log,
+    stop_process_log,
+)
+from flintlock.runtime.metrics.prometheus import job_manager_source, start_prometheus_reporter
 from flintlock.runtime.resourcemanager.resource_manager import ResourceManager
 
 __all__ = ["resource_manager_address", "run_job_manager"]
@@ -44,7 +53,24 @@ def resource_manager_address(host: str, port: int) -> str:
 
 async def run_job_manager(configuration: Configuration, port_file: str | Path | None = None,
                           stop: asyncio.Event | None = None) -> None:
-    """Serve until ``stop`` is set (or a signal / ``DELETE /cluster`` arrives)."""
+    """Serve until ``stop`` is set (or a signal / ``DELETE /cluster`` arrives).
+
+    Logs go to ``flintlock-jobmanager-<host>-<pid>.log`` in ``env.log.dir`` too (served by
+    ``/jobmanager/log``); with ``metrics.reporter.prom.port`` set, a Prometheus endpoint runs and
+    its port is written to the port file as ``metrics_port``.
+    """
+    logs = log_directory_for(configuration, "flintlock-jobmanager-logs-")
+    log_handler = start_process_log(
+        logs, f"flintlock-jobmanager-{socket.gethostname()}-{os.getpid()}.log")
+    try:
+        await _serve(configuration, port_file, stop, logs)
+    finally:
+        stop_process_log(log_handler)
+        logs.close()
+
+
+async def _serve(configuration: Configuration, port_file: str | Path | None,
+                 stop: asyncio.Event | None, logs: LogDirectory) -> None:
     from flintlock.runtime.rest.app import create_app
     from flintlock.runtime.rest.server import RestServer
     from flintlock.runtime.rpc.grpc_service import GrpcRpcService
@@ -66,16 +92,20 @@ async def run_job_manager(configuration: Configuration, port_file: str | Path | 
                             on_shutdown_requested=stop.set)
     await dispatcher.start()
     gateway = await rpc.connect(dispatcher.address, DispatcherGateway)
-    rest = RestServer(create_app(gateway, configuration, secret=secret),
+    rest = RestServer(create_app(gateway, configuration, secret=secret, job_manager_logs=logs),
                       host=configuration.get(REST_BIND_ADDRESS), port=configuration.get(REST_PORT))
     await rest.start()
-    write_port_file(port_file, rpc_port=rpc.port, rest_port=rest.port)
+    reporter = await start_prometheus_reporter(configuration, [job_manager_source(gateway)])
+    write_port_file(port_file, rpc_port=rpc.port, rest_port=rest.port,
+                    metrics_port=reporter.port if reporter is not None else None)
     log.info("JobManager serving: RPC %s:%d, REST http://%s:%d", configuration.get(JM_BIND_HOST),
              rpc.port, configuration.get(REST_BIND_ADDRESS), rest.port)
     try:
         await stop.wait()
     finally:
         log.info("JobManager stopping")
+        if reporter is not None:
+            await reporter.stop()
         await rest.stop()
         await dispatcher.stop()
         await resource_manager.stop()

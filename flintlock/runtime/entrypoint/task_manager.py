@@ -16,6 +16,7 @@ import logging
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from flintlock.config import Configuration
 from flintlock.config.options import (
@@ -34,6 +35,14 @@ from flintlock.runtime.entrypoint.common import (
 )
 from flintlock.runtime.entrypoint.job_manager import resource_manager_address
 from flintlock.runtime.ids import ResourceID
+from flintlock.runtime.logs.files import LogDirectory
+from flintlock.runtime.logs.process_logs import (
+    file_name_part,
+    log_directory_for,
+    start_process_log,
+    stop_process_log,
+)
+from flintlock.runtime.metrics.prometheus import start_prometheus_reporter, task_manager_source
 
 __all__ = ["run_task_manager"]
 
@@ -42,13 +51,39 @@ log = logging.getLogger(__name__)
 
 async def run_task_manager(configuration: Configuration, port_file: str | Path | None = None,
                            stop: asyncio.Event | None = None) -> None:
-    """Serve until ``stop`` is set (or SIGTERM/SIGINT)."""
+    """Serve until ``stop`` is set (or SIGTERM/SIGINT).
+
+    Logs go to ``flintlock-taskmanager-<resource id>.log`` in ``env.log.dir`` too, next to the
+    per-attempt task logs (both served through ``/taskmanagers/:id/logs``); with
+    ``metrics.reporter.prom.port`` set, a Prometheus endpoint runs and its port is written to the
+    port file as ``metrics_port``.
+    """
     from flintlock.runtime.rpc.grpc_service import GrpcRpcService
-    from flintlock.runtime.spark.session import SparkSessionProvider
-    from flintlock.runtime.taskexecutor.task_executor import TaskExecutor
 
     stop = stop or asyncio.Event()
     install_stop_signals(stop)
+    host = configuration.get(TM_HOST)
+    rpc = GrpcRpcService(bind_host=host, port=configuration.get(TM_RPC_PORT),
+                         secret=cluster_secret(configuration), advertised_host=host,
+                         timeout_s=configuration.get(RPC_ASK_TIMEOUT))
+    await rpc.start()
+    resource_id = ResourceID.generate(f"{host}:{rpc.port}")
+    logs = log_directory_for(configuration, "flintlock-taskmanager-logs-")
+    log_handler = start_process_log(
+        logs, f"flintlock-taskmanager-{file_name_part(str(resource_id))}.log")
+    try:
+        await _serve(configuration, port_file, stop, rpc, resource_id, logs)
+    finally:
+        stop_process_log(log_handler)
+        logs.close()
+
+
+async def _serve(configuration: Configuration, port_file: str | Path | None, stop: asyncio.Event,
+                 rpc: Any, resource_id: ResourceID, logs: LogDirectory) -> None:
+    from flintlock.runtime.spark.session import SparkSessionProvider
+    from flintlock.runtime.taskexecutor.gateway import TaskExecutorGateway
+    from flintlock.runtime.taskexecutor.task_executor import TaskExecutor
+
     spark = SparkSessionProvider(configuration)
     log.info("Starting the Spark session")
     await asyncio.to_thread(spark.get)
@@ -56,26 +91,26 @@ async def run_task_manager(configuration: Configuration, port_file: str | Path |
     shuffle_dir = configuration.get(SHUFFLE_DIR)
     if not shuffle_dir:
         owned_shuffle_dir = shuffle_dir = tempfile.mkdtemp(prefix="flintlock-shuffle-")
-    host = configuration.get(TM_HOST)
-    rpc = GrpcRpcService(bind_host=host, port=configuration.get(TM_RPC_PORT),
-                         secret=cluster_secret(configuration), advertised_host=host,
-                         timeout_s=configuration.get(RPC_ASK_TIMEOUT))
-    await rpc.start()
     rm_address = resource_manager_address(configuration.get(JM_RPC_ADDRESS),
                                           configuration.get(JM_RPC_PORT))
     task_executor = TaskExecutor(
-        rpc, configuration, rm_address, {"spark": spark, "shuffle_dir": shuffle_dir},
-        resource_id=ResourceID.generate(f"{host}:{rpc.port}"),
+        rpc, configuration, rm_address, {"spark": spark, "shuffle_dir": shuffle_dir, "logs": logs},
+        resource_id=resource_id,
         number_of_slots=configuration.get(TASK_SLOTS), spark_info=spark.describe(),
     )
     await task_executor.start()
-    write_port_file(port_file, rpc_port=rpc.port, resource_id=str(task_executor.resource_id))
-    log.info("TaskManager %s serving on %s:%d, registering at %s", task_executor.resource_id, host,
-             rpc.port, rm_address)
+    reporter = await start_prometheus_reporter(configuration, [task_manager_source(
+        [await rpc.connect(task_executor.address, TaskExecutorGateway)])])
+    write_port_file(port_file, rpc_port=rpc.port, resource_id=str(task_executor.resource_id),
+                    metrics_port=reporter.port if reporter is not None else None)
+    log.info("TaskManager %s serving on %s:%d, registering at %s", task_executor.resource_id,
+             configuration.get(TM_HOST), rpc.port, rm_address)
     try:
         await stop.wait()
     finally:
         log.info("TaskManager stopping")
+        if reporter is not None:
+            await reporter.stop()
         await task_executor.stop()
         await rpc.close()
         spark.stop()

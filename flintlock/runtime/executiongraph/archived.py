@@ -6,7 +6,7 @@ Follows Flink ``ArchivedExecutionGraph``, ``JobDetails``, ``JobResult`` and the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,19 +22,57 @@ __all__ = [
     "ExceptionHistoryEntry",
     "JobDetails",
     "JobResult",
+    "RootExceptionHistoryEntry",
     "aggregate_vertex_state",
+    "group_exception_history",
 ]
 
 
 @dataclass(frozen=True)
 class ExceptionHistoryEntry:
-    """One failure: the error, when, which task (``"<vertex> (i/n)#a"``) and where."""
+    """One failure: the error, when, which task (``"<vertex> (i/n)#a"``) and where.
+
+    ``concurrent`` is True for a failure recorded while a restart of the job was already pending
+    (e.g. the other tasks of a lost TaskManager): it belongs to that failover and is listed among
+    the ``concurrentExceptions`` of the root entry before it (``group_exception_history``). It
+    does not take part in equality.
+    """
 
     error: SerializedError
     timestamp_ms: int
     task_name: str | None = None
     location: str | None = None
     attempt_id: ExecutionAttemptID | None = None
+    concurrent: bool = field(default=False, compare=False)
+
+
+@dataclass(frozen=True)
+class RootExceptionHistoryEntry:
+    """One failover's failures: the failure that started it and those that joined it.
+
+    Follows Flink ``RootExceptionHistoryEntry`` (an ``ExceptionHistoryEntry`` with its
+    ``concurrentExceptions``).
+    """
+
+    root: ExceptionHistoryEntry
+    concurrent: tuple[ExceptionHistoryEntry, ...] = ()
+
+
+def group_exception_history(
+    entries: Iterable[ExceptionHistoryEntry],
+) -> list[RootExceptionHistoryEntry]:
+    """Group a flat history (oldest first) into root entries (oldest first).
+
+    Each ``concurrent`` entry joins the root entry before it; one with no root before it (its root
+    was dropped from a bounded history) becomes a root itself.
+    """
+    roots: list[tuple[ExceptionHistoryEntry, list[ExceptionHistoryEntry]]] = []
+    for entry in entries:
+        if entry.concurrent and roots:
+            roots[-1][1].append(entry)
+        else:
+            roots.append((entry, []))
+    return [RootExceptionHistoryEntry(root, tuple(others)) for root, others in roots]
 
 
 class AttemptIdentity:
@@ -138,6 +176,14 @@ class ArchivedExecutionGraph:
     exception_history: tuple[ExceptionHistoryEntry, ...] = ()
     number_of_restarts: int = 0
     pending_slot_requests: int = 0
+    #: epoch ms at which the pending restart may begin (once its tasks are cancelled); None
+    #: unless the job is RESTARTING
+    next_restart_attempt_ms: int | None = None
+
+    def root_exception_history(self) -> list[RootExceptionHistoryEntry]:
+        """The failures grouped per failover, oldest first (``group_exception_history`` of the
+        history in timestamp order; entries with equal timestamps keep their recorded order)."""
+        return group_exception_history(sorted(self.exception_history, key=lambda e: e.timestamp_ms))
 
     def start_time(self) -> int:
         return self.state_timestamps.get("INITIALIZING", self.state_timestamps.get("CREATED", -1))

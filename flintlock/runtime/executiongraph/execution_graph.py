@@ -12,6 +12,7 @@ strategies (``execution_vertex_ids``, ``consumed_partition_ids``, ``producer_of`
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterator, Sequence
 
@@ -37,6 +38,7 @@ from flintlock.runtime.ids import (
     IntermediateDataSetID,
     IntermediateResultPartitionID,
     JobVertexID,
+    ResourceID,
 )
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import (
@@ -92,11 +94,18 @@ class ExecutionGraph:
         #: every task/global failure, oldest first
         self.exception_history: list[ExceptionHistoryEntry] = []
         self.number_of_restarts = 0
+        #: epoch ms at which the latest scheduled restart may begin (set by the scheduler)
+        self.next_restart_attempt_ms: int | None = None
         self.job_vertices: dict[JobVertexID, ExecutionJobVertex] = {}
         self.results: dict[IntermediateDataSetID, IntermediateResult] = {}
         self.partitions: dict[IntermediateResultPartitionID, IntermediateResultPartition] = {}
         self._vertices: dict[ExecutionVertexID, ExecutionVertex] = {}
         self._build(attempts_history_size, now)
+        #: current attempts not FINISHED / not terminal (kept by transition_execution and
+        #: reset_vertex, so the "all finished?" checks after each task report are O(1))
+        self._not_finished = sum(1 for e in self.current_executions()
+                                 if e.state is not ExecutionState.FINISHED)
+        self._not_terminal = sum(1 for e in self.current_executions() if not e.is_terminal())
 
     # ---- building ------------------------------------------------------------------------------
 
@@ -185,7 +194,20 @@ class ExecutionGraph:
 
     def transition_execution(self, execution: Execution, target: ExecutionState, cause: str = "") -> None:
         """Move one attempt (checked, timestamped; see ``Execution.transition_state``)."""
+        was_finished, was_terminal = execution.state is ExecutionState.FINISHED, execution.is_terminal()
         execution.transition_state(target, self._now_ms(), cause)
+        if self.find_current_execution(execution.attempt_id) is execution:
+            self._not_finished += was_finished - (execution.state is ExecutionState.FINISHED)
+            self._not_terminal += was_terminal - execution.is_terminal()
+
+    def reset_vertex(self, vertex_id: ExecutionVertexID, now_ms: int) -> Execution:
+        """Start the next attempt of a subtask (``ExecutionVertex.reset_for_new_execution``)."""
+        vertex = self._vertices[vertex_id]
+        old = vertex.current_execution
+        new = vertex.reset_for_new_execution(now_ms)
+        self._not_finished += (old.state is ExecutionState.FINISHED) - (new.state is ExecutionState.FINISHED)
+        self._not_terminal += old.is_terminal() - new.is_terminal()
+        return new
 
     # ---- lookups / scheduling topology ---------------------------------------------------------
 
@@ -230,10 +252,10 @@ class ExecutionGraph:
         return self._vertices[vertex_id].current_execution.state
 
     def all_finished(self) -> bool:
-        return all(e.state is ExecutionState.FINISHED for e in self.current_executions())
+        return self._not_finished == 0
 
     def all_terminal(self) -> bool:
-        return all(e.is_terminal() for e in self.current_executions())
+        return self._not_terminal == 0
 
     # ---- results -------------------------------------------------------------------------------
 
@@ -248,14 +270,44 @@ class ExecutionGraph:
         for i, partition in enumerate(vertex.produced_partitions):
             partition.finished = True
             partition.location = locations[i] if i < len(locations) else None
+            partition.lost_cause = None
+
+    def mark_partitions_lost(
+        self, resource_id: ResourceID, cause: str
+    ) -> list[IntermediateResultPartitionID]:
+        """TaskManager ``resource_id`` is lost: its TM-local partitions are gone.
+
+        Follows Flink ``JobMasterPartitionTracker.stopTrackingPartitionsFor``: every finished
+        partition whose location ``stores_local_resources_on`` that TaskManager loses its location
+        (partitions on shared storage, ``stores_local_resources_on=None``, stay available).
+
+        Returns:
+            The ids of the partitions marked lost, in graph order.
+        """
+        lost: list[IntermediateResultPartitionID] = []
+        for partition in self.partitions.values():
+            location = partition.location
+            if location is not None and location.stores_local_resources_on == resource_id:
+                partition.mark_lost(cause)
+                lost.append(partition.id)
+        if lost:
+            self.story.record(self._now_ms(), f"{len(lost)} partition(s) lost with {resource_id}")
+        return lost
 
     def record_failure(self, entry: ExceptionHistoryEntry) -> None:
+        if self.state is JobStatus.RESTARTING:  # joins the pending failover (concurrentExceptions)
+            entry = dataclasses.replace(entry, concurrent=True)
         self.exception_history.append(entry)
 
     # ---- invariants ----------------------------------------------------------------------------
 
     def validate(self) -> None:
         """Check the graph's invariants; raises AssertionError naming the first violation."""
+        current = list(self.current_executions())
+        assert self._not_finished == sum(e.state is not ExecutionState.FINISHED for e in current), \
+            "not-finished counter out of date (state changed outside transition_execution?)"
+        assert self._not_terminal == sum(not e.is_terminal() for e in current), \
+            "not-terminal counter out of date (state changed outside transition_execution?)"
         for v in self.execution_vertices():
             e = v.current_execution
             assert e.attempt_id.execution_vertex_id == v.id, f"{v}: attempt of another vertex"
@@ -304,4 +356,7 @@ class ExecutionGraph:
             exception_history=tuple(self.exception_history),
             number_of_restarts=self.number_of_restarts,
             pending_slot_requests=pending_slot_requests,
+            next_restart_attempt_ms=(
+                self.next_restart_attempt_ms if self.state is JobStatus.RESTARTING else None
+            ),
         )

@@ -134,15 +134,33 @@ class IntermediateResultPartition:
     finished: bool = False
     #: where the finished producer stored it (from ``TaskResult.partitions``)
     location: PartitionLocation | None = None
+    #: why a finished partition is no longer available (its TaskManager was lost), else None
+    lost_cause: str | None = None
 
     @property
     def partition_number(self) -> int:
         return self.id.partition_number
 
+    @property
+    def available(self) -> bool:
+        """Finished and still stored where its producer reported it."""
+        return self.finished and self.location is not None
+
+    def mark_lost(self, cause: str) -> None:
+        """Its files are gone (Flink ``JobMasterPartitionTracker.stopTrackingPartitionsFor``).
+
+        It stays ``finished`` (the producer's attempt did finish) but has no location any more, so
+        region failover restarts its producer and a consumer deployed later fails with a
+        PartitionNotFound-style error naming it.
+        """
+        self.location = None
+        self.lost_cause = cause
+
     def reset_for_new_execution(self) -> None:
         """The producer restarts: the partition is produced again."""
         self.finished = False
         self.location = None
+        self.lost_cause = None
 
 
 @dataclass(eq=False)

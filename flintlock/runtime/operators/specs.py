@@ -11,7 +11,8 @@ Shapes:
 - Schemas are Spark DDL strings (``"word string, n bigint"``).
 - Chain topology: ``OperatorChain.nodes`` are in topological order. Node 0 is the chain head; it reads
   the vertex's input gates (``gate_inputs``, in order) or, for a source, its splits. Every other node has
-  exactly one ``chained_input`` (Flink's isChainable rule: downstream has one input). A node's result
+  exactly one ``chained_input`` (Flink's isChainable rule: downstream has one input); a chained
+  broadcast join also reads its broadcast side from ``gate_inputs``. A node's result
   may feed chained successors, vertex outputs (``outputs``: indices into ``OperatorChain.outputs``) and
   be consumed by a sink node.
 
@@ -28,6 +29,8 @@ from flintlock.runtime.ids import IntermediateDataSetID, OperatorID
 from flintlock.runtime.jobgraph.types import ShipStrategy
 
 __all__ = [
+    "BROADCAST_LEFT_JOINS",
+    "BROADCAST_RIGHT_JOINS",
     "DistinctSpec",
     "DropSpec",
     "FilterFunctionSpec",
@@ -39,7 +42,9 @@ __all__ = [
     "KeyedProcessSpec",
     "KeyedReduceSpec",
     "LimitSpec",
+    "LocalAggregateSpec",
     "MapBatchesSpec",
+    "MergeAggregateSpec",
     "MapSpec",
     "OperatorChain",
     "OperatorSpec",
@@ -170,6 +175,31 @@ class GlobalAggregateSpec:
 
 
 @dataclass(frozen=True)
+class LocalAggregateSpec:
+    """The local phase of a two-phase aggregation (Flink ``LocalGroupAggregate``).
+
+    Chained before a HASH (``keys``) or GLOBAL (no keys) exchange: computes one partial row per key
+    of this subtask's input (``flintlock.runtime.operators.aggregation.local_columns``), so only
+    partial rows cross the exchange. ``aggregates`` are the user's original Columns.
+    """
+
+    keys: tuple[str, ...]
+    aggregates: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class MergeAggregateSpec:
+    """The global phase of a two-phase aggregation (Flink ``GlobalGroupAggregate``).
+
+    Merges the partial rows of each key (``aggregation.merge_columns``) into the same columns,
+    names and types a one-phase ``groupBy(keys).agg(*aggregates)`` (``df.agg`` without keys) gives.
+    """
+
+    keys: tuple[str, ...]
+    aggregates: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
 class DistinctSpec:
     """Drop duplicate rows (inputs arrive HASH-partitioned on all columns)."""
 
@@ -189,17 +219,30 @@ class LimitSpec:
 # ---- multi-input operators (only ever a chain head) --------------------------------------------
 
 
+#: Join types (``JoinSpec.how``) that may broadcast their right / left side (as Spark's
+#: broadcast hash join: the non-broadcast side must be the one whose unmatched rows are kept).
+BROADCAST_RIGHT_JOINS = frozenset({"inner", "left", "semi", "anti"})
+BROADCAST_LEFT_JOINS = frozenset({"inner", "right"})
+
+
 @dataclass(frozen=True)
 class JoinSpec:
     """Join gate 0 (left) with gate 1 (right). ``how``: inner, left, right, full, semi, anti.
 
     When ``left_on == right_on`` the key columns appear once in the output (Spark's ``on=[...]``);
     otherwise both sides' key columns are kept.
+
+    ``broadcast``: ``"right"`` or ``"left"`` for a broadcast join (that side arrives over a
+    BROADCAST edge and is broadcast inside Spark too; the other, the probe side, keeps its
+    partitioning and may be chained: the join is then a non-head node of its probe side's chain,
+    its ``chained_input`` the probe side and its one ``gate_inputs`` entry the broadcast side);
+    ``""`` for a hash join (both sides HASH-partitioned on their keys).
     """
 
     how: str
     left_on: tuple[str, ...]
     right_on: tuple[str, ...]
+    broadcast: str = ""
 
 
 @dataclass(frozen=True)
@@ -231,6 +274,8 @@ OperatorSpec = (
     | KeyedReduceSpec
     | KeyedProcessSpec
     | GlobalAggregateSpec
+    | LocalAggregateSpec
+    | MergeAggregateSpec
     | DistinctSpec
     | SortSpec
     | LimitSpec

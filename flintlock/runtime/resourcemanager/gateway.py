@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from flintlock.runtime.ids import AllocationID, JobID, ResourceID, SlotID
+from flintlock.runtime.logs.files import LogChunk, LogInfo
+from flintlock.runtime.metrics.task_manager_metrics import TaskManagerMetricsSnapshot
 from flintlock.runtime.rpc.messages import Acknowledge
 from flintlock.runtime.rpc.service import oneway
 from flintlock.runtime.taskexecutor.gateway import SlotReport
@@ -141,4 +143,28 @@ class ResourceManagerGateway(Protocol):
 
     async def request_resource_overview(self) -> ResourceOverview:
         """TaskManager and slot counts."""
+        ...
+
+    # ---- TaskManager logs and metrics (forwarded to the TaskExecutor) -------------------------
+
+    async def request_task_manager_log_list(self, resource_id: ResourceID) -> tuple[LogInfo, ...]:
+        """The log files of TaskManager ``resource_id`` (Flink ``requestTaskManagerLogList``).
+
+        Raises:
+            UnknownTaskExecutorException: no TaskExecutor is registered under that id.
+        """
+        ...
+
+    async def request_task_manager_log(self, resource_id: ResourceID, name: str | None,
+                                       start: int, count: int) -> LogChunk:
+        """A chunk of one of its log files (Flink ``requestTaskManagerFileUploadByName``).
+
+        Raises:
+            UnknownTaskExecutorException: no TaskExecutor is registered under that id.
+            LogFileNotFoundException: it serves no such file.
+        """
+        ...
+
+    async def request_task_manager_metrics(self, resource_id: ResourceID) -> TaskManagerMetricsSnapshot:
+        """Its metrics. Raises ``UnknownTaskExecutorException`` for an unknown id."""
         ...

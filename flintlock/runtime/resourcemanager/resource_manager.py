@@ -20,7 +20,12 @@ from flintlock.runtime.clock import Clock
 from flintlock.runtime.heartbeat.heartbeat_manager import HeartbeatManager
 from flintlock.runtime.ids import AllocationID, JobID, ResourceID, SlotID
 from flintlock.runtime.jobmaster.gateway import JobMasterGateway
-from flintlock.runtime.resourcemanager.exceptions import ResourceManagerException
+from flintlock.runtime.logs.files import LogChunk, LogInfo
+from flintlock.runtime.metrics.task_manager_metrics import TaskManagerMetricsSnapshot
+from flintlock.runtime.resourcemanager.exceptions import (
+    ResourceManagerException,
+    UnknownTaskExecutorException,
+)
 from flintlock.runtime.resourcemanager.gateway import (
     RegistrationResponse,
     ResourceOverview,
@@ -294,6 +299,29 @@ class ResourceManager(RpcEndpoint):
         tracker = self.slot_manager.tracker
         return ResourceOverview(len(self._task_executors), tracker.number_of_slots(),
                                 tracker.number_of_free_slots())
+
+    # ---- TaskManager logs and metrics (forwarded; awaiting a TaskExecutor cannot call us back) --
+
+    def _registered_gateway(self, resource_id: ResourceID) -> TaskExecutorGateway:
+        worker = self._task_executors.get(resource_id)
+        if worker is None:
+            raise UnknownTaskExecutorException(
+                f"No TaskExecutor registered under {resource_id}.")
+        return worker.gateway
+
+    async def request_task_manager_log_list(self, resource_id: ResourceID) -> tuple[LogInfo, ...]:
+        gateway = self._registered_gateway(resource_id)
+        return await gateway.request_log_list(timeout=self._rpc_timeout_s)
+
+    async def request_task_manager_log(self, resource_id: ResourceID, name: str | None,
+                                       start: int, count: int) -> LogChunk:
+        gateway = self._registered_gateway(resource_id)
+        return await gateway.request_log(name, start, count,
+                                         timeout=self._rpc_timeout_s)
+
+    async def request_task_manager_metrics(self, resource_id: ResourceID) -> TaskManagerMetricsSnapshot:
+        gateway = self._registered_gateway(resource_id)
+        return await gateway.request_metrics(timeout=self._rpc_timeout_s)
 
     # ---- introspection (tests, MiniCluster) ----------------------------------------------------
 

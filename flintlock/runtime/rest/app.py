@@ -16,11 +16,24 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from flintlock.config import Configuration
-from flintlock.config.options import REST_SERVER_MAX_CONTENT
+from flintlock.config.options import REST_SERVER_MAX_CONTENT, WEB_UPLOAD_DIR
 from flintlock.runtime.dispatcher.gateway import DispatcherGateway
+from flintlock.runtime.logs.files import LogDirectory
 from flintlock.runtime.rest.errors import handle_exception
-from flintlock.runtime.rest.handlers import cluster, jobs, submit
+from flintlock.runtime.rest.handlers import (
+    cluster,
+    jars,
+    jobmanager,
+    jobs,
+    metrics,
+    submit,
+    taskmanagers,
+    vertices,
+)
+from flintlock.runtime.rest.jar_store import JarStore
+from flintlock.runtime.rest.observability import ObservabilityContext
 from flintlock.runtime.rest.routing import RestContext, wall_clock_ms
+from flintlock.runtime.rest.web import mount_web_ui
 
 __all__ = ["API_VERSION_PREFIX", "create_app"]
 
@@ -36,6 +49,7 @@ def create_app(
     flink_version: str = "2.1-flintlock",
     flink_revision: str = "unknown",
     now_ms: Callable[[], int] | None = None,
+    job_manager_logs: LogDirectory | None = None,
 ) -> FastAPI:
     """Build the REST app.
 
@@ -47,6 +61,7 @@ def create_app(
         flink_version: reported by ``/config`` and ``/overview``.
         flink_revision: reported as ``flink-revision`` and ``flink-commit``.
         now_ms: wall clock in epoch ms (tests pass a fixed one).
+        job_manager_logs: the JobManager process's log files (``/jobmanager/log[s]``).
 
     Returns:
         The FastAPI app (serve it with ``RestServer``).
@@ -68,9 +83,15 @@ def create_app(
         max_content_length=int(configuration.get(REST_SERVER_MAX_CONTENT)),
         now_ms=now_ms or wall_clock_ms,
     )
-    for router in (cluster.router, jobs.router, submit.router):
+    app.state.observability = ObservabilityContext(
+        job_manager_logs=job_manager_logs,
+        jars=JarStore(configuration.get(WEB_UPLOAD_DIR)),
+    )
+    for router in (cluster.router, jobs.router, submit.router, metrics.router, vertices.router,
+                   taskmanagers.router, jobmanager.router, jars.router):
         app.include_router(router, prefix=API_VERSION_PREFIX)
         app.include_router(router, include_in_schema=False)
+    mount_web_ui(app, configuration)
     app.add_exception_handler(StarletteHTTPException, handle_exception)
     app.add_exception_handler(RequestValidationError, handle_exception)
     app.add_exception_handler(Exception, handle_exception)

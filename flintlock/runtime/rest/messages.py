@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from flintlock.config import Configuration
-from flintlock.config.options import WEB_REFRESH, WEB_SUBMIT
+from flintlock.config.options import WEB_EXCEPTION_HISTORY_SIZE, WEB_REFRESH, WEB_SUBMIT
 from flintlock.runtime.dispatcher.gateway import ClusterOverview
 from flintlock.runtime.executiongraph.archived import (
     ArchivedExecution,
@@ -24,12 +24,20 @@ from flintlock.runtime.executiongraph.archived import (
     ExceptionHistoryEntry,
     JobDetails,
     JobResult,
+    RootExceptionHistoryEntry,
 )
+from flintlock.runtime.ids import JobID
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus
 from flintlock.runtime.resourcemanager.gateway import TaskManagerInfo
-from flintlock.runtime.taskmanager.task_execution_state import IOMetrics, SerializedError
+from flintlock.runtime.rest.messages_vertices import (
+    io_metrics_info,
+    subtask_attempt_details,
+    task_log_url,
+)
+from flintlock.runtime.taskmanager.task_execution_state import SerializedError
 
 __all__ = [
+    "DEFAULT_EXCEPTION_HISTORY_SIZE",
     "DEFAULT_MAX_EXCEPTIONS",
     "cluster_overview",
     "dashboard_configuration",
@@ -48,6 +56,8 @@ __all__ = [
 
 #: Flink's ``JobExceptionsHandler.MAX_NUMBER_EXCEPTION_TO_REPORT``.
 DEFAULT_MAX_EXCEPTIONS = 20
+#: ``web.exception-history-size``'s default.
+DEFAULT_EXCEPTION_HISTORY_SIZE = int(WEB_EXCEPTION_HISTORY_SIZE.default or 16)
 
 _UNASSIGNED = "(unassigned)"
 
@@ -193,22 +203,6 @@ def multiple_jobs_details(jobs: Iterable[JobDetails]) -> dict[str, Any]:
 # ---- one job ---------------------------------------------------------------------------------------
 
 
-def _io_metrics(metrics: IOMetrics, complete: bool) -> dict[str, Any]:
-    return {
-        "read-bytes": metrics.bytes_in,
-        "read-bytes-complete": complete,
-        "write-bytes": metrics.bytes_out,
-        "write-bytes-complete": complete,
-        "read-records": metrics.records_in,
-        "read-records-complete": complete,
-        "write-records": metrics.records_out,
-        "write-records-complete": complete,
-        "accumulated-backpressured-time": 0,
-        "accumulated-idle-time": 0,
-        "accumulated-busy-time": 0.0,
-    }
-
-
 def _slot_sharing_group_id(name: str) -> str:
     """A stable 32-hex id for a slot sharing group name (Flink prints an AbstractID)."""
     return hashlib.md5(name.encode("utf-8"), usedforsecurity=False).hexdigest()
@@ -246,7 +240,7 @@ def _vertex_info(vertex: ArchivedJobVertex, now_ms: int) -> dict[str, Any]:
         "end-time": end,
         "duration": duration,
         "tasks": vertex.task_counts(),
-        "metrics": _io_metrics(vertex.metrics(), complete),
+        "metrics": io_metrics_info(vertex.metrics(), complete),
     }
 
 
@@ -308,8 +302,15 @@ def job_details_info(graph: ArchivedExecutionGraph, now_ms: int) -> dict[str, An
         "status-counts": status_counts,
         "plan": job_plan_body(graph),
         "pending-operators": 0,
-        # flintlock addition: slot requests the job is waiting for (a job short of slots waits)
+        # flintlock additions (Flink clients ignore unknown fields):
+        # slot requests the job is waiting for (a job short of slots waits)
         "pending-slot-requests": graph.pending_slot_requests,
+        # restarts so far (Flink's numRestarts job metric)
+        "numRestarts": graph.number_of_restarts,
+        # epoch ms at which the pending restart may begin; -1 unless the job is RESTARTING
+        "next-restart-time": (
+            graph.next_restart_attempt_ms if graph.next_restart_attempt_ms is not None else -1
+        ),
     }
 
 
@@ -326,16 +327,37 @@ def _task_manager_of(graph: ArchivedExecutionGraph, entry: ExceptionHistoryEntry
     return entry.location
 
 
-def _history_entry(graph: ArchivedExecutionGraph, entry: ExceptionHistoryEntry) -> dict[str, Any]:
+def _exception_info(graph: ArchivedExecutionGraph, entry: ExceptionHistoryEntry) -> dict[str, Any]:
+    """Flink ``ExceptionInfo`` (one failure).
+
+    flintlock additions (Flink clients ignore unknown fields), set for task failures: ``vertexId``,
+    ``subtaskIndex``, ``attemptNumber`` of the failed attempt and ``logUrl``, the REST path of its
+    task log on its TaskManager (None for job-level failures or unassigned attempts).
+    """
+    tm = _task_manager_of(graph, entry)
+    attempt = entry.attempt_id
     return {
         "exceptionName": entry.error.class_name,
         "stacktrace": _stack_trace(entry.error),
         "timestamp": entry.timestamp_ms,
         "taskName": entry.task_name,
         "endpoint": entry.location,
-        "taskManagerId": _task_manager_of(graph, entry),
+        "taskManagerId": tm,
         "failureLabels": {},
-        "concurrentExceptions": [],
+        "vertexId": str(attempt.job_vertex_id) if attempt is not None else None,
+        "subtaskIndex": attempt.subtask_index if attempt is not None else None,
+        "attemptNumber": attempt.attempt_number if attempt is not None else None,
+        "logUrl": (task_log_url(tm, graph.job_id, attempt)
+                   if attempt is not None and tm else None),
+    }
+
+
+def _root_exception_info(graph: ArchivedExecutionGraph,
+                         root: RootExceptionHistoryEntry) -> dict[str, Any]:
+    """Flink ``RootExceptionInfo``: the failure that started a failover, and those that joined."""
+    return {
+        **_exception_info(graph, root.root),
+        "concurrentExceptions": [_exception_info(graph, e) for e in root.concurrent],
     }
 
 
@@ -343,14 +365,21 @@ def _subtask_name(vertex: ArchivedJobVertex, execution: ArchivedExecution) -> st
     return f"{vertex.name} ({execution.subtask_index + 1}/{vertex.parallelism})"
 
 
-def job_exceptions(graph: ArchivedExecutionGraph, max_exceptions: int) -> dict[str, Any]:
+def job_exceptions(graph: ArchivedExecutionGraph, max_exceptions: int,
+                   history_size: int = DEFAULT_EXCEPTION_HISTORY_SIZE) -> dict[str, Any]:
     """``GET /jobs/:jobid/exceptions`` (Flink ``JobExceptionsInfoWithHistory``).
 
-    ``exceptionHistory.entries`` are newest first. The pre-1.13 fields (``root-exception``,
-    ``timestamp``, ``all-exceptions``, ``truncated``) are filled as Flink 1.x did: the job's root
-    cause and the failures of the current attempts.
+    ``exceptionHistory.entries`` are root entries, newest first: each failure that started a
+    failover, with the failures recorded while that restart was pending (e.g. the other tasks of a
+    lost TaskManager) in its ``concurrentExceptions``. At most ``history_size`` root entries are
+    kept (``web.exception-history-size``) and ``max_exceptions`` shown; ``truncated`` is true
+    when older root entries are left out for either reason. The pre-1.13 fields
+    (``root-exception``, ``timestamp``, ``all-exceptions``, ``truncated``) are filled as Flink 1.x
+    did: the latest failure cause (the job's root cause once it failed) and the failures of the
+    current attempts.
     """
-    history = sorted(graph.exception_history, key=lambda e: e.timestamp_ms, reverse=True)
+    roots = graph.root_exception_history()
+    shown = list(reversed(roots[-history_size:]))[:max_exceptions]
     failed_tasks: list[dict[str, Any]] = []
     for v in graph.vertices:
         for sub in v.subtasks:
@@ -363,15 +392,15 @@ def job_exceptions(graph: ArchivedExecutionGraph, max_exceptions: int) -> dict[s
                     "timestamp": int(sub.state_timestamps.get("FAILED", 0)),
                     "taskManagerId": tm,
                 })
-    root = graph.failure
+    root = graph.failure or (roots[-1].root if roots else None)
     return {
         "root-exception": _stack_trace(root.error) if root is not None else None,
         "timestamp": root.timestamp_ms if root is not None else None,
         "all-exceptions": failed_tasks[:max_exceptions],
         "truncated": len(failed_tasks) > max_exceptions,
         "exceptionHistory": {
-            "entries": [_history_entry(graph, e) for e in history[:max_exceptions]],
-            "truncated": len(history) > max_exceptions,
+            "entries": [_root_exception_info(graph, r) for r in shown],
+            "truncated": len(roots) > len(shown),
         },
     }
 
@@ -403,46 +432,12 @@ def execution_result(result: JobResult | None) -> dict[str, Any]:
     return {"status": {"id": "COMPLETED"}, "job-execution-result": body}
 
 
-_STATUS_DURATION_STATES = (
-    ExecutionState.CREATED, ExecutionState.SCHEDULED, ExecutionState.DEPLOYING,
-    ExecutionState.INITIALIZING, ExecutionState.RUNNING,
-)
+def job_vertex_details(job_id: JobID, vertex: ArchivedJobVertex, now_ms: int) -> dict[str, Any]:
+    """``GET /jobs/:jobid/vertices/:vertexid`` (Flink ``JobVertexDetailsInfo``).
 
-
-def _status_durations(execution: ArchivedExecution, now_ms: int) -> dict[str, int]:
-    entered = sorted(execution.state_timestamps.items(), key=lambda kv: kv[1])
-    durations = {s.name: 0 for s in _STATUS_DURATION_STATES}
-    for i, (state, ts) in enumerate(entered):
-        if state not in durations:
-            continue
-        if i + 1 < len(entered):
-            durations[state] = entered[i + 1][1] - ts
-        elif state == execution.state.name:
-            durations[state] = now_ms - ts
-    return durations
-
-
-def _subtask_info(execution: ArchivedExecution, now_ms: int) -> dict[str, Any]:
-    start = execution.start_time()
-    start = start if start > 0 else -1
-    end = execution.end_time() if execution.state.is_terminal() else -1
-    tm = execution.task_manager or _UNASSIGNED
-    return {
-        "subtask": execution.subtask_index,
-        "status": execution.state.name,
-        "attempt": execution.attempt_number,
-        "endpoint": tm,
-        "start-time": start,
-        "end-time": end,
-        "duration": ((end if end > 0 else now_ms) - start) if start > 0 else -1,
-        "metrics": _io_metrics(execution.metrics, execution.state.is_terminal()),
-        "taskmanager-id": tm,
-        "status-duration": _status_durations(execution, now_ms),
-    }
-
-
-def job_vertex_details(vertex: ArchivedJobVertex, now_ms: int) -> dict[str, Any]:
-    """``GET /jobs/:jobid/vertices/:vertexid`` (Flink ``JobVertexDetailsInfo``)."""
+    Each subtask entry is the current attempt's ``SubtaskExecutionAttemptDetailsInfo`` (with the
+    ``log-file`` / ``log-url`` additions of :mod:`messages_vertices`).
+    """
     return {
         "id": str(vertex.id),
         "name": vertex.name,
@@ -450,6 +445,11 @@ def job_vertex_details(vertex: ArchivedJobVertex, now_ms: int) -> dict[str, Any]
         "parallelism": vertex.parallelism,
         "now": now_ms,
         "subtasks": [
-            _subtask_info(s, now_ms) for s in sorted(vertex.subtasks, key=lambda s: s.subtask_index)
+            subtask_attempt_details(job_id, s, now_ms, _attempt_numbers(vertex, s.subtask_index))
+            for s in sorted(vertex.subtasks, key=lambda s: s.subtask_index)
         ],
     }
+
+
+def _attempt_numbers(vertex: ArchivedJobVertex, subtask_index: int) -> list[int]:
+    return [e.attempt_number for e in vertex.prior_attempts if e.subtask_index == subtask_index]

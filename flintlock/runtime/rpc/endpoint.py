@@ -15,6 +15,7 @@ Rules for subclasses:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -23,11 +24,25 @@ from typing import Any
 from flintlock.runtime.clock import Clock, SystemClock, TimerHandle
 from flintlock.runtime.rpc.exceptions import EndpointNotStartedError
 
-__all__ = ["RpcEndpoint"]
+__all__ = ["RpcEndpoint", "current_endpoint_id"]
 
 log = logging.getLogger(__name__)
 
 _STOP = object()
+
+#: the endpoint whose mailbox runs the current code (inherited by its ``run_async`` work)
+_CURRENT_ENDPOINT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "flintlock_current_endpoint", default=None
+)
+
+
+def current_endpoint_id() -> str | None:
+    """The id of the endpoint whose mailbox, or background work started from it, runs this code.
+
+    ``None`` outside any endpoint. Lets an RPC transport name the caller of a call (used by the
+    fault-injecting transport to drop or delay calls between named endpoints).
+    """
+    return _CURRENT_ENDPOINT.get()
 
 
 class RpcEndpoint:
@@ -96,6 +111,7 @@ class RpcEndpoint:
 
     async def _run_mailbox(self) -> None:
         assert self._ep_mailbox is not None
+        _CURRENT_ENDPOINT.set(self.endpoint_id)  # this task's own context copy
         while True:
             item = await self._ep_mailbox.get()
             if item is _STOP:

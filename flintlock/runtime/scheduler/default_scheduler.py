@@ -19,6 +19,11 @@ it allows, the failover strategy's vertex set is cancelled and, after the back-o
 them are terminal, reset to new attempts and rescheduled (job RUNNING -> RESTARTING -> RUNNING).
 Otherwise the job goes FAILING, the other executions are cancelled, sinks are aborted and the job
 ends FAILED with the root cause.
+
+TaskManager loss: its slots leave the pool, its executions fail, and the partitions it stored on
+its local disk (``PartitionLocation.stores_local_resources_on``) are forgotten, so region failover
+re-runs their producers; a consumer about to be deployed with such an input fails with a
+recoverable PartitionNotFound-style error naming it (checked after each step's deployments).
 """
 
 from __future__ import annotations
@@ -158,10 +163,16 @@ class DefaultScheduler:
         self._restarts = PendingRestarts()
         self._declared = 0
         self._idle_check_at: float | None = None
+        #: executions whose TDD could not be built in this step, failed once the step is done
+        self._undeployable: list[tuple[Execution, SerializedError]] = []
+        #: TaskManagers reported lost (their TM-local partitions are gone)
+        self._lost_task_managers: set[ResourceID] = set()
         #: None, "commit" or "abort" while a FinalizeSinks runs
         self.sink_phase: str | None = None
         self.terminated = False
         self._out: list[Command] = []
+        #: topological position of each subtask (deployment and cancellation order)
+        self._order = {v: i for i, v in enumerate(graph.execution_vertex_ids())}
 
     # ---- entry points --------------------------------------------------------------------------
 
@@ -170,6 +181,7 @@ class DefaultScheduler:
         self._out = []
         if not self.terminated:
             self._handle(event)
+            self._fail_undeployable()
             self._sync()
         if self._validate:
             self.validate()
@@ -183,10 +195,12 @@ class DefaultScheduler:
         self._out = []
         accepted: tuple[SlotOffer, ...] = ()
         if not self.terminated and not self.graph.state.is_terminal():
+            self._lost_task_managers.discard(resource_id)  # it came back
             accepted = self.pool.offer_slots(
                 resource_id, task_executor_address, offers, self.clock.monotonic()
             )
             self._assign_pending_and_deploy()
+            self._fail_undeployable()
             self._sync()
         if self._validate:
             self.validate()
@@ -201,8 +215,7 @@ class DefaultScheduler:
 
     def _partition_available(self, partition_id: IntermediateResultPartitionID) -> bool:
         """Finished and still stored (PartitionNotFound causes are handled by the strategy)."""
-        partition = self.graph.partitions[partition_id]
-        return partition.finished and partition.location is not None
+        return self.graph.partitions[partition_id].available
 
     # ---- event handlers ------------------------------------------------------------------------
 
@@ -224,8 +237,15 @@ class DefaultScheduler:
 
     @_handle.register
     def _(self, event: TaskManagerLost) -> None:
+        cause = f"TaskManager {event.resource_id} is lost: {event.cause}"
+        self._lost_task_managers.add(event.resource_id)
+        # first forget its TM-local partitions, so the failover of its tasks sees them missing
+        lost = self.graph.mark_partitions_lost(event.resource_id, cause)
+        if lost:
+            log.info("job %s: %d result partition(s) lost with TaskManager %s", self.graph.job_id,
+                     len(lost), event.resource_id)
         for slot in self.pool.remove_task_manager(event.resource_id):
-            self._fail_slot_members(slot, f"TaskManager {event.resource_id} is lost: {event.cause}")
+            self._fail_slot_members(slot, cause)
 
     @_handle.register
     def _(self, event: SlotLost) -> None:
@@ -390,7 +410,7 @@ class DefaultScheduler:
         self._deploy_ready_bulks()
 
     def _assign(self, request: SharedSlotRequest, slot: AllocatedSlot) -> None:
-        request.slot = slot
+        self._shared.assign(request, slot)
         assignment = SlotAssignment(slot.allocation_id, slot.resource_id, slot.task_executor_address)
         for attempt in request.members:
             execution = self.graph.find_current_execution(attempt)
@@ -406,7 +426,7 @@ class DefaultScheduler:
         for bulk in self._shared.take_ready_bulks():
             for request_id in bulk.requests:
                 request = self._shared.request(request_id)
-                for attempt in sorted(request.members, key=_attempt_order(self.graph)):
+                for attempt in sorted(request.members, key=self._attempt_order):
                     execution = self.graph.find_current_execution(attempt)
                     if execution is not None and execution.state is ExecutionState.SCHEDULED:
                         self._deploy(execution)
@@ -421,10 +441,23 @@ class DefaultScheduler:
                 self.graph, vertex, execution, execution.slot.allocation_id, splits, self.job_configuration
             )
         except MissingPartitionLocation as exc:
-            self._fail_execution(execution, SerializedError.from_exception(exc, non_recoverable=True))
+            # failed once this step's deployment loops are done (the failover cancels others)
+            self._undeployable.append((execution, SerializedError.from_exception(exc)))
             return
         self._transition(execution, ExecutionState.DEPLOYING, f"slot {execution.slot.allocation_id}")
         self._out.append(DeployTask(execution.slot.task_executor_address, tdd))
+
+    def _fail_undeployable(self) -> None:
+        """Fail the executions whose input partitions were missing at deployment.
+
+        A lost input is recoverable: its ``partition_not_found`` makes region failover restart
+        the producer region (Flink: the consumer fails with ``PartitionNotFoundException``).
+        """
+        while self._undeployable:
+            execution, error = self._undeployable.pop(0)
+            if self.graph.find_current_execution(execution.attempt_id) is execution and \
+                    execution.state is ExecutionState.SCHEDULED:
+                self._fail_execution(execution, error)
 
     # ---- terminal executions and slots ---------------------------------------------------------
 
@@ -457,9 +490,9 @@ class DefaultScheduler:
         request = self._shared.find(slot.request_id)
         if request is None:
             return
-        request.slot = None
+        self._shared.assign(request, None)
         error = SerializedError.from_exception(TaskManagerLostException(message))
-        for attempt in sorted(request.members, key=_attempt_order(self.graph)):
+        for attempt in sorted(request.members, key=self._attempt_order):
             execution = self.graph.find_current_execution(attempt)
             if execution is not None:
                 self._fail_execution(execution, error)
@@ -502,18 +535,19 @@ class DefaultScheduler:
             self.graph.transition_to(
                 JobStatus.RESTARTING, f"restarting {len(restart.vertices)} subtask(s)"
             )
-        for v in sorted(restart.vertices, key=_vertex_order(self.graph)):
+        for v in sorted(restart.vertices, key=self._order.__getitem__):
             self._cancel_execution(self.graph.vertex(v).current_execution)
         self._out.append(ScheduleTimer(result.restart_delay_s, RestartDelayElapsed(restart.id)))
+        self.graph.next_restart_attempt_ms = self.clock.now_ms() + round(result.restart_delay_s * 1000)
 
     def _try_complete_restarts(self) -> None:
         for restart in self._restarts.take_ready(
             lambda v: self.graph.vertex(v).current_execution.is_terminal()
         ):
             now_ms = self.clock.now_ms()
-            ordered = sorted(restart.vertices, key=_vertex_order(self.graph))
+            ordered = sorted(restart.vertices, key=self._order.__getitem__)
             for v in ordered:
-                self.graph.vertex(v).reset_for_new_execution(now_ms)
+                self.graph.reset_vertex(v, now_ms)
             if not self._restarts and self.graph.state is JobStatus.RESTARTING:
                 self.graph.transition_to(JobStatus.RUNNING, "restarted")
             self._schedule(self.strategy.restart_tasks(ordered))
@@ -580,7 +614,7 @@ class DefaultScheduler:
         self._shared.clear_bulks()
         self._restarts.clear()
         # release stored partitions on the TaskExecutors that hold them
-        for address, ids in partitions_to_release(self.graph).items():
+        for address, ids in partitions_to_release(self.graph, self._lost_task_managers).items():
             self._out.append(ReleasePartitions(address, tuple(ids)))
         for slot in self.pool.release_all():
             self._out.append(FreeSlot(slot.task_executor_address, slot.allocation_id, f"job {status.name}"))
@@ -588,6 +622,9 @@ class DefaultScheduler:
 
     def job_result(self) -> JobResult:
         return create_job_result(self.graph, self.clock.now_ms())
+
+    def _attempt_order(self, attempt: ExecutionAttemptID) -> int:
+        return self._order[attempt.execution_vertex_id]
 
     def _is_live_attempt(self, attempt: ExecutionAttemptID) -> bool:
         execution = self.graph.find_current_execution(attempt)
@@ -627,13 +664,3 @@ class DefaultScheduler:
         if self.terminated:
             assert self.graph.state.is_globally_terminal()
             assert self.pool.total_slots() == 0
-
-
-def _attempt_order(graph: ExecutionGraph) -> Any:
-    order = {v: i for i, v in enumerate(graph.execution_vertex_ids())}
-    return lambda attempt: order[attempt.execution_vertex_id]
-
-
-def _vertex_order(graph: ExecutionGraph) -> Any:
-    order = {v: i for i, v in enumerate(graph.execution_vertex_ids())}
-    return order.__getitem__

@@ -8,11 +8,12 @@ The scheduler core uses these when the job ends: the sink work to commit (FINISH
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from flintlock.runtime.executiongraph.archived import JobResult
 from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
-from flintlock.runtime.ids import IntermediateResultPartitionID
+from flintlock.runtime.ids import IntermediateResultPartitionID, ResourceID
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus
 from flintlock.runtime.scheduler.accumulators import merge_accumulators
 
@@ -43,12 +44,20 @@ def sink_work(graph: ExecutionGraph, commit: bool) -> SinkWork:
     return tuple(work)
 
 
-def partitions_to_release(graph: ExecutionGraph) -> dict[str, list[IntermediateResultPartitionID]]:
-    """TaskExecutor address -> the partitions FINISHED attempts stored there."""
+def partitions_to_release(
+    graph: ExecutionGraph, lost_task_managers: Collection[ResourceID] = ()
+) -> dict[str, list[IntermediateResultPartitionID]]:
+    """TaskExecutor address -> the partitions FINISHED attempts stored there.
+
+    TaskExecutors in ``lost_task_managers`` are left out: the JobMaster stopped tracking their
+    partitions when they were lost (Flink ``stopTrackingPartitionsFor``).
+    """
     by_address: dict[str, list[IntermediateResultPartitionID]] = {}
     for v in graph.execution_vertices():
         for e in [*v.prior_executions, v.current_execution]:
             if e.state is ExecutionState.FINISHED and e.slot is not None and v.produced_partitions:
+                if e.slot.resource_id in lost_task_managers:
+                    continue
                 ids = by_address.setdefault(e.slot.task_executor_address, [])
                 ids.extend(p.id for p in v.produced_partitions if p.id not in ids)
     return by_address

@@ -34,9 +34,12 @@ class SlotRequestBulk:
     """The slot requests of one scheduled region; deployed when all have a slot."""
 
     id: int
-    requests: list[SlotRequestId]
+    #: the bulk's live requests (insertion-ordered set)
+    requests: dict[SlotRequestId, None]
     #: monotonic seconds since the bulk cannot be fulfilled even with every owned slot
     unfulfillable_since: float | None = None
+    #: how many of ``requests`` have no slot yet (the bulk is ready at 0)
+    missing: int = 0
 
 
 class SharedSlotRequests:
@@ -46,22 +49,41 @@ class SharedSlotRequests:
         self._requests: dict[SlotRequestId, SharedSlotRequest] = {}
         self._request_of: dict[ExecutionAttemptID, SlotRequestId] = {}
         self._bulks: dict[int, SlotRequestBulk] = {}
+        #: ids of bulks whose requests all have a slot (``missing == 0``), not yet taken
+        self._ready: set[int] = set()
         self._request_ids = itertools.count(1)
         self._bulk_ids = itertools.count(1)
 
     def add_bulk(self, groups: Iterable[set[ExecutionAttemptID]]) -> list[SharedSlotRequest]:
         """A new bulk with one shared request per group of attempts; returns the requests."""
-        bulk = SlotRequestBulk(next(self._bulk_ids), [])
+        bulk = SlotRequestBulk(next(self._bulk_ids), {})
         self._bulks[bulk.id] = bulk
         requests = []
         for members in groups:
             request = SharedSlotRequest(next(self._request_ids), bulk.id, set(members))
             self._requests[request.id] = request
-            bulk.requests.append(request.id)
+            bulk.requests[request.id] = None
+            bulk.missing += 1
             for attempt in members:
                 self._request_of[attempt] = request.id
             requests.append(request)
+        self._update_ready(bulk)
         return requests
+
+    def _update_ready(self, bulk: SlotRequestBulk) -> None:
+        if bulk.missing == 0 and bulk.id in self._bulks:
+            self._ready.add(bulk.id)
+        else:
+            self._ready.discard(bulk.id)
+
+    def assign(self, request: SharedSlotRequest, slot: AllocatedSlot | None) -> None:
+        """Set (or, with None, take away) the slot of ``request``; keeps its bulk's count."""
+        if (request.slot is None) != (slot is None):
+            bulk = self._bulks.get(request.bulk_id)
+            if bulk is not None:
+                bulk.missing += 1 if slot is None else -1
+                self._update_ready(bulk)
+        request.slot = slot
 
     def request(self, request_id: SlotRequestId) -> SharedSlotRequest:
         return self._requests[request_id]
@@ -81,10 +103,12 @@ class SharedSlotRequests:
         Checked lazily, so the caller may deploy one bulk (and release shares) before the next is
         checked.
         """
-        for bulk in list(self._bulks.values()):
-            if bulk.id not in self._bulks or any(self._requests[r].slot is None for r in bulk.requests):
+        for bulk_id in sorted(self._ready):
+            bulk = self._bulks.get(bulk_id)
+            if bulk is None or bulk.missing:
                 continue
-            del self._bulks[bulk.id]
+            del self._bulks[bulk_id]
+            self._ready.discard(bulk_id)
             yield bulk
 
     def release(self, attempt: ExecutionAttemptID) -> SharedSlotRequest | None:
@@ -99,13 +123,17 @@ class SharedSlotRequests:
         del self._requests[request_id]
         bulk = self._bulks.get(request.bulk_id)
         if bulk is not None:
-            bulk.requests.remove(request_id)
+            del bulk.requests[request_id]
+            if request.slot is None:
+                bulk.missing -= 1
             if not bulk.requests:
                 del self._bulks[bulk.id]
+            self._update_ready(bulk)
         return request
 
     def clear_bulks(self) -> None:
         self._bulks.clear()
+        self._ready.clear()
 
     def validate(self, is_live: Callable[[ExecutionAttemptID], bool]) -> None:
         """Check that members hold their requests and requests their slots.
@@ -120,3 +148,7 @@ class SharedSlotRequests:
         for request in self._requests.values():
             if request.slot is not None:
                 assert request.slot.request_id == request.id, f"request {request.id}: slot mismatch"
+        for bulk in self._bulks.values():
+            missing = sum(1 for r in bulk.requests if self._requests[r].slot is None)
+            assert bulk.missing == missing, f"bulk {bulk.id}: missing {bulk.missing} != {missing}"
+        assert self._ready == {b.id for b in self._bulks.values() if b.missing == 0}, "ready set"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from flintlock.exceptions import FlintlockException
 from flintlock.runtime.deployment import (
     InputGateDeploymentDescriptor,
     PartitionLocation,
@@ -19,13 +20,33 @@ from flintlock.runtime.deployment import (
 from flintlock.runtime.executiongraph.execution import Execution
 from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
 from flintlock.runtime.executiongraph.execution_vertex import ExecutionVertex
-from flintlock.runtime.ids import AllocationID
+from flintlock.runtime.ids import AllocationID, IntermediateResultPartitionID
 
 __all__ = ["MissingPartitionLocation", "create_task_deployment_descriptor"]
 
 
-class MissingPartitionLocation(RuntimeError):
-    """A consumer is deployed but a producer finished without reporting where its partition is."""
+class MissingPartitionLocation(FlintlockException):
+    """A consumer is about to be deployed but one of its BLOCKING input partitions has no location.
+
+    Two causes:
+
+    - the partition was lost with its TaskManager (``IntermediateResultPartition.lost_cause``):
+      recoverable, and ``partition_not_found`` names the partition, so region failover restarts
+      its producer region like for Flink's ``PartitionNotFoundException``;
+    - its producer finished without reporting it: a bug, ``non_recoverable``.
+
+    Args:
+        message: the explanation (names the consumer, partition and cause).
+        partition_id: the partition without a location.
+        lost: whether the partition was lost (recoverable) rather than never reported.
+    """
+
+    def __init__(self, message: str, partition_id: IntermediateResultPartitionID, lost: bool) -> None:
+        super().__init__(message)
+        self.partition_id = partition_id
+        #: read by ``SerializedError.from_exception``
+        self.partition_not_found: str | None = str(partition_id) if lost else None
+        self.non_recoverable = not lost
 
 
 def create_task_deployment_descriptor(
@@ -39,7 +60,8 @@ def create_task_deployment_descriptor(
     """The TDD of ``execution`` (an attempt of ``vertex``) in slot ``allocation_id``.
 
     Raises:
-        MissingPartitionLocation: a BLOCKING input partition has no reported location.
+        MissingPartitionLocation: a BLOCKING input partition has no location (lost with its
+            TaskManager: recoverable; never reported: non-recoverable).
     """
     jv = vertex.job_vertex.job_vertex
     gates: list[InputGateDeploymentDescriptor] = []
@@ -49,10 +71,20 @@ def create_task_deployment_descriptor(
             if partition.location is not None:
                 locations.append(partition.location)
             elif inp.result.result_type.is_blocking():
+                if partition.lost_cause is not None:
+                    producer = graph.vertex(partition.producer)
+                    raise MissingPartitionLocation(
+                        f"{execution.task_name_with_subtask()}: input partition {partition.id} "
+                        f"is no longer available ({partition.lost_cause}); its producer "
+                        f"{producer.job_vertex.name} ({producer.subtask_index + 1}/"
+                        f"{producer.job_vertex.parallelism}) must run again",
+                        partition.id, lost=True,
+                    )
                 raise MissingPartitionLocation(
                     f"{execution.task_name_with_subtask()}: input partition {partition.id} of "
                     f"dataset {inp.result.dataset.id} has no location (its producer finished "
-                    "without reporting it)"
+                    "without reporting it)",
+                    partition.id, lost=False,
                 )
         gates.append(
             InputGateDeploymentDescriptor(

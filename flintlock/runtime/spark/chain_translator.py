@@ -8,8 +8,11 @@ calls need (DDL parsing, ``df.schema`` for schema-preserving Python operators); 
 ``stream_task``.
 
 Spec -> Spark: Select/Filter/WithColumn/Drop -> select/filter/withColumn/drop; KeyedAggregate ->
-groupBy.agg; GlobalAggregate -> agg; Distinct -> distinct; Sort -> orderBy; Limit -> limit;
-Join -> join (semi/anti -> left_semi/left_anti; ``on=[...]`` when both sides' keys are equal);
+groupBy.agg; GlobalAggregate -> agg; LocalAggregate / MergeAggregate -> groupBy(keys).agg (``agg``
+without keys) of the partial / merge columns of ``flintlock.runtime.operators.aggregation``; Distinct -> distinct; Sort -> orderBy; Limit -> limit;
+Join -> join (semi/anti -> left_semi/left_anti; ``on=[...]`` when both sides' keys are equal; the
+broadcast side of a broadcast join wrapped in ``F.broadcast``; a broadcast join chained to its
+probe side reads the broadcast side from its own gate);
 Union -> unionByName; Map/FlatMap/Filter(fn)/MapBatches(arrow) -> mapInArrow; MapBatches(pandas)
 -> mapInPandas; KeyedProcess/KeyedReduce -> groupBy(keys).applyInArrow (``python_ops``).
 """
@@ -21,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from flintlock.runtime.operators import aggregation as A
 from flintlock.runtime.operators import specs as S
 from flintlock.runtime.spark import python_ops as P
 from flintlock.runtime.spark.connector_io import read_source
@@ -97,6 +101,8 @@ def translate_chain(
         try:
             if node.chained_input is None:
                 df = _head(spark, node, source_splits, read_gate, out, where)
+            elif node.gate_inputs:
+                df = _chained_join(out.frames[node.chained_input], node, read_gate, out, where)
             else:
                 df = _apply(spark, out.frames[node.chained_input], node.spec, where)
         except OperatorException:
@@ -150,7 +156,29 @@ def _head(spark: Any, node: S.ChainedNode, splits: tuple[Any, ...],
     return _apply(spark, df, spec, where)
 
 
+def _chained_join(probe: Any, node: S.ChainedNode, read_gate: Callable[[int], tuple[Any, int, int]],
+                  out: TranslatedChain, where: str) -> Any:
+    """A broadcast join chained to its probe side: the broadcast side comes from a gate."""
+    spec = node.spec
+    if not isinstance(spec, S.JoinSpec) or spec.broadcast not in ("left", "right") \
+            or len(node.gate_inputs) != 1:
+        raise OperatorException(f"{where}: only a broadcast join reads an input gate when chained",
+                                non_recoverable=True)
+    build, rows, size = read_gate(node.gate_inputs[0])
+    out.records_in += rows
+    out.bytes_in += size
+    if spec.broadcast == "right":
+        return _join(probe, build, spec, where)
+    return _join(build, probe, spec, where)
+
+
 def _join(left: Any, right: Any, spec: S.JoinSpec, where: str) -> Any:
+    from pyspark.sql import functions as F
+
+    if spec.broadcast == "right":
+        right = F.broadcast(right)
+    elif spec.broadcast == "left":
+        left = F.broadcast(left)
     how = _JOIN_HOW.get(spec.how.lower())
     if how is None:
         raise OperatorException(f"{where}: unknown join type {spec.how!r}", non_recoverable=True)
@@ -165,6 +193,34 @@ def _join(left: Any, right: Any, spec: S.JoinSpec, where: str) -> Any:
         lambda a, b: a & b, [left[lk] == right[rk] for lk, rk in zip(spec.left_on, spec.right_on, strict=False)]
     )
     return left.join(right, on=cond, how=how)
+
+
+def _group(df: Any, keys: tuple[str, ...], columns: list[Any]) -> Any:
+    return df.groupBy(*keys).agg(*columns) if keys else df.agg(*columns)
+
+
+def _local_aggregate(df: Any, spec: S.LocalAggregateSpec) -> Any:
+    """Partial rows per key; the rows unchanged when the types allow no exact split."""
+    plan, _ = A.plan_two_phase(spec.aggregates)
+    if plan is None:
+        return df
+    avg = A.avg_arguments(plan)
+    types: dict[int, Any] = {}
+    if avg:  # one analysis round trip: the argument types decide how avg is split
+        fields = df.select(*[col for _, col in avg]).schema.fields
+        types = {call.index: f.dataType for (call, _), f in zip(avg, fields, strict=True)}
+    columns = A.local_columns(plan, types)
+    return df if columns is None else _group(df, spec.keys, columns)
+
+
+def _merge_aggregate(df: Any, spec: S.MergeAggregateSpec) -> Any:
+    """Merge partial rows (or aggregate raw rows that the local phase passed on)."""
+    plan, _ = A.plan_two_phase(spec.aggregates)
+    columns = None
+    if plan is not None:
+        types = {f.name: f.dataType for f in df.schema.fields}
+        columns = A.merge_columns(plan, types)
+    return _group(df, spec.keys, list(spec.aggregates) if columns is None else columns)
 
 
 def _struct(spark: Any, ddl: str) -> Any:
@@ -208,6 +264,10 @@ def _apply(spark: Any, df: Any, spec: Any, where: str) -> Any:
         return df.groupBy(*spec.keys).applyInArrow(P.process_fn(spec.fn, arrow_schema(struct)), struct)
     if isinstance(spec, S.GlobalAggregateSpec):
         return df.agg(*spec.aggregates)
+    if isinstance(spec, S.LocalAggregateSpec):
+        return _local_aggregate(df, spec)
+    if isinstance(spec, S.MergeAggregateSpec):
+        return _merge_aggregate(df, spec)
     if isinstance(spec, S.DistinctSpec):
         return df.distinct()
     if isinstance(spec, S.SortSpec):

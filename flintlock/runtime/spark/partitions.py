@@ -46,13 +46,37 @@ __all__ = ["GateRead", "read_gate", "subpartition_column", "write_partition"]
 _SHADOW = "__flintlock_sp__"
 _SP_FIELD = re.compile(r"(^|, )`sp` ")
 
-#: How the producer lays out its files: "repartition" (one file per subpartition, a Spark
-#: exchange by ``sp``) or "direct" (every Spark partition writes into each subpartition).
+#: How the producer lays out its files: "direct" (the output is coalesced to at most
+#: ``spark.sql.shuffle.partitions`` Spark partitions, the cores of the embedded server, and each of
+#: them writes its rows into every subpartition directory it has rows for: no Spark shuffle, at most
+#: that many files per subpartition) or "repartition" (a Spark shuffle by ``sp`` first: one file
+#: per subpartition). One subpartition is always written as one file.
 #: Measured (local[2], warm, 1M rows of (bigint, bigint, string), HASH into 8 subpartitions):
-#: input in 8 Spark partitions: direct 1.6-2.2 s / 64 files, repartition 1.1-1.4 s / 8 files;
-#: input in 2 Spark partitions: direct 1.06-1.08 s / 16 files, repartition 1.33-1.43 s / 8 files.
-#: "repartition" bounds the file count at N and wins once inputs have more partitions than cores.
-WRITE_LAYOUT = "repartition"
+#: input in 8 Spark partitions: unbounded direct 1.6-2.2 s / 64 files, repartition 1.1-1.4 s / 8
+#: files; input in 2 Spark partitions: direct 1.06-1.08 s / 16 files, repartition 1.33-1.43 s.
+#: Whole TPC-H SF1 queries, runs alternating between the layouts (CPU seconds, median of 4):
+#: Q3 10.2 (direct) vs 12.3 (repartition), Q18 13.3 vs 14.6, Q1 7.8 vs 7.5 (notes:
+#: ``/work/notes/speed-profile.md``). Codecs (snappy, lz4, zstd, none), Parquet without
+#: dictionaries and ORC wrote within noise of each other.
+WRITE_LAYOUT = "direct"
+
+_write_bound: dict[str, int] = {}
+
+
+def _write_partitions(df: Any) -> int:
+    """The most Spark partitions that write one partition: ``spark.sql.shuffle.partitions``.
+
+    flintlock sets it to the cores of its embedded server (``session.default_spark_settings``).
+    Read once per Spark session (one config round trip); 0 (no bound) when unreadable.
+    """
+    session = df.sparkSession
+    key = str(getattr(session, "session_id", id(session)))
+    if key not in _write_bound:
+        try:
+            _write_bound[key] = max(0, int(session.conf.get("spark.sql.shuffle.partitions") or 0))
+        except Exception:
+            _write_bound[key] = 0
+    return _write_bound[key]
 
 
 def subpartition_column(rpdd: ResultPartitionDeploymentDescriptor, output: OutputSpec,
@@ -106,10 +130,12 @@ def write_partition(
                   .withColumnRenamed("__flintlock_sp_new__", SUBPARTITION_COLUMN))
     else:
         framed = df.select(F.col("*"), sp.alias(SUBPARTITION_COLUMN))
-    if WRITE_LAYOUT == "repartition" and n > 1:
-        framed = framed.repartition(n, F.col(SUBPARTITION_COLUMN))
-    elif n == 1:
+    if n == 1:  # one file: a sorted output keeps its order for the consumer
         framed = framed.coalesce(1)
+    elif WRITE_LAYOUT == "repartition":
+        framed = framed.repartition(n, F.col(SUBPARTITION_COLUMN))
+    elif (bound := _write_partitions(df)) > 0:
+        framed = framed.coalesce(bound)
     framed.write.mode("overwrite").partitionBy(SUBPARTITION_COLUMN).parquet(uri)
     rows, sizes, schema_json = partition_stats(uri, n)
     if schema_json is not None:

@@ -151,10 +151,13 @@ class SparkStreamTask:
         written: list[str] = []
         translated: TranslatedChain | None = None
         try:
+            started = time.perf_counter()
             translated = translate_chain(
                 spark, chain, vertex_name=self._tdd.vertex_name,
                 source_splits=self._tdd.source_splits, read_gate=lambda i: self._read_gate(spark, i),
             )
+            log.debug("%s: translated in %.0f ms", self._tdd.task_name_with_subtask(),
+                      (time.perf_counter() - started) * 1e3)
             return self._execute(chain, translated, written)
         except TaskCancelledError:
             release_partitions(written)
@@ -221,6 +224,7 @@ class SparkStreamTask:
             uri = partition_uri(str(shuffle_dir), tdd.job_id, rpdd.partition_id, tdd.attempt_id)
             written.append(uri)
             df = tc.frames[node_index]
+            started = time.perf_counter()
             try:
                 loc = self._run(lambda df=df, rpdd=rpdd, output=output, uri=uri: write_partition(
                     df, rpdd, output, uri, tdd.attempt_id))
@@ -231,17 +235,22 @@ class SparkStreamTask:
                     raise
                 loc = self._run(lambda df=df, rpdd=rpdd, output=output, uri=uri: write_partition(
                     df, rpdd, output, uri, tdd.attempt_id, shadow_sp=True))
+            log.debug("%s: wrote output %d (%s) in %.0f ms", tdd.task_name_with_subtask(),
+                      out_index, output.ship_strategy.name, (time.perf_counter() - started) * 1e3)
             locations.append(loc)
             records_out += sum(loc.rows_per_subpartition)
             bytes_out += sum(loc.bytes_per_subpartition)
         committables: dict[int, object] = {}
         accumulators: dict[str, bytes] = {}
         for sink_index, node_index, sink in tc.sinks:
+            started = time.perf_counter()
             committable, acc, rows = write_sink(
                 tc.frames[node_index], sink, job_id=str(tdd.job_id), attempt=self._tag,
                 subtask_index=tdd.subtask_index, parallelism=tdd.number_of_subtasks,
                 print_fn=self._env.print_fn, run=self._run,
             )
+            log.debug("%s: wrote sink %d in %.0f ms", tdd.task_name_with_subtask(), sink_index,
+                      (time.perf_counter() - started) * 1e3)
             if committable is not None:
                 committables[sink_index] = committable
             accumulators.update(acc)
@@ -260,7 +269,8 @@ class SparkStreamTask:
     def _explain(self, chain: OperatorChain, tc: TranslatedChain | None, exc: BaseException) -> BaseException:
         """Name the operator that caused a Spark failure (re-analysing node by node)."""
         text = str(exc)
-        if "PATH_NOT_FOUND" in text or "FileNotFoundException" in text:
+        # a missing or unreadable (e.g. truncated) input partition file: PartitionNotFound
+        if any(m in text for m in ("PATH_NOT_FOUND", "FileNotFoundException", "FAILED_READ_FILE")):
             for gate in self._tdd.input_gates:
                 loc = owner_of_missing_path(gate, text)
                 if loc is not None:

@@ -18,6 +18,8 @@ from flintlock.runtime.ids import (
     ResourceID,
     SlotID,
 )
+from flintlock.runtime.logs.files import LogChunk, LogInfo
+from flintlock.runtime.metrics.task_manager_metrics import TaskManagerMetricsSnapshot
 from flintlock.runtime.rpc.messages import Acknowledge
 from flintlock.runtime.rpc.service import oneway
 
@@ -118,4 +120,23 @@ class TaskExecutorGateway(Protocol):
     @oneway
     async def disconnect_resource_manager(self, cause: str) -> None:
         """The ResourceManager dropped this TaskExecutor: re-register."""
+        ...
+
+    # ---- logs and metrics (Flink requestLogList / requestFileUploadByName / metric queries) ----
+
+    async def request_log_list(self) -> tuple[LogInfo, ...]:
+        """The TaskManager's log files (process log and per-attempt task logs), newest first."""
+        ...
+
+    async def request_log(self, name: str | None, start: int, count: int) -> LogChunk:
+        """Up to ``count`` bytes (capped at 1 MiB) of log file ``name`` from byte ``start``
+        (negative: from the end); ``name`` None reads the process log. Idempotent.
+
+        Raises:
+            LogFileNotFoundException: the TaskManager serves no such file (or has no process log).
+        """
+        ...
+
+    async def request_metrics(self) -> TaskManagerMetricsSnapshot:
+        """Process, slot and task metrics of this TaskManager (Flink's metric query service)."""
         ...

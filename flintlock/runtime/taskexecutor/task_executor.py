@@ -15,6 +15,7 @@ a lost JobMaster's tasks, free its slots, release its partitions).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Mapping
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flintlock.config.configuration import Configuration
-from flintlock.config.options import REGISTRATION_TIMEOUT, RPC_ASK_TIMEOUT, TASK_SLOTS
+from flintlock.config.options import REGISTRATION_TIMEOUT, RPC_ASK_TIMEOUT, SHUFFLE_DIR, TASK_SLOTS
 from flintlock.runtime.clock import Clock
 from flintlock.runtime.deployment import TaskDeploymentDescriptor
 from flintlock.runtime.heartbeat.heartbeat_manager import HeartbeatManager
@@ -36,6 +37,8 @@ from flintlock.runtime.ids import (
 )
 from flintlock.runtime.jobgraph.types import ExecutionState
 from flintlock.runtime.jobmaster.gateway import JobMasterGateway
+from flintlock.runtime.logs.files import LogChunk, LogInfo
+from flintlock.runtime.metrics.task_manager_metrics import TaskManagerMetricsSnapshot
 from flintlock.runtime.resourcemanager.gateway import (
     RegistrationResponse,
     TaskExecutorRegistration,
@@ -50,6 +53,7 @@ from flintlock.runtime.taskexecutor.exceptions import (
     TaskSubmissionException,
 )
 from flintlock.runtime.taskexecutor.gateway import SlotOffer, SlotReport
+from flintlock.runtime.taskexecutor.logs_and_metrics import TaskExecutorLogsAndMetrics
 from flintlock.runtime.taskexecutor.partition_table import PartitionTable, delete_partition_uris
 from flintlock.runtime.taskexecutor.resource_manager_connection import (
     EstablishedResourceManagerConnection,
@@ -157,6 +161,10 @@ class TaskExecutor(RpcEndpoint):
         #: attempts cancelled before their submit_task arrived (the two calls raced); bounded
         self._cancelled_before_submit: OrderedDict[ExecutionAttemptID, None] = OrderedDict()
         self._partitions = PartitionTable()
+        #: log files (task logs go there) and task metrics, for REST and Prometheus
+        self._observability = TaskExecutorLogsAndMetrics(services, configuration)
+        #: partitions live on this TaskManager's own disk unless ``shuffle.storage-dir`` is set
+        self._shuffle_is_local = not configuration.get(SHUFFLE_DIR)
         self._rm_connection = ResourceManagerConnection(
             self, rpc_service, resource_manager_address, configuration.get(REGISTRATION_TIMEOUT),
             self._registration, self._on_registered,
@@ -246,6 +254,7 @@ class TaskExecutor(RpcEndpoint):
             await _quietly(rm.gateway.disconnect_task_manager(self.resource_id, cause))
             self._rm_connection.established = None
         # result partitions stay: on shared storage they outlive this TaskManager
+        self._observability.close()
 
     async def stop(self) -> None:
         try:
@@ -420,7 +429,9 @@ class TaskExecutor(RpcEndpoint):
             )
         # the JobMaster may deploy before its offer reply reached us (Flink tryMarkSlotActive)
         self._table.try_mark_slot_active(tdd.job_id, tdd.allocation_id)
-        task = Task(tdd, self._services, self._task_state_callback, str(self.resource_id))
+        task = Task(tdd, self._observability.task_services, self._task_state_callback,
+                    str(self.resource_id))
+        self._observability.task_deployed(tdd)
         self._table.add_task(tdd.allocation_id, tdd.job_id, tdd.attempt_id, task)
         if tdd.attempt_id in self._cancelled_before_submit:
             del self._cancelled_before_submit[tdd.attempt_id]
@@ -449,6 +460,9 @@ class TaskExecutor(RpcEndpoint):
         self.post_from_thread(self._on_task_state_change, state)
 
     def _on_task_state_change(self, state: TaskExecutionState) -> None:
+        if self._shuffle_is_local and state.result is not None and state.result.partitions:
+            state = _stored_locally_on(state, self.resource_id)
+        self._observability.task_state_changed(state, self.clock.now_ms())
         # report first: freeing the slot below may close the job connection
         if state.state in _REPORTED_STATES:
             self._enqueue_report(state)
@@ -528,6 +542,19 @@ class TaskExecutor(RpcEndpoint):
 
         self.run_async(asyncio.to_thread(delete_partition_uris, uris), on_done)
 
+    # ---- logs and metrics ----------------------------------------------------------------------
+
+    async def request_log_list(self) -> tuple[LogInfo, ...]:
+        return await self._observability.log_list()
+
+    async def request_log(self, name: str | None, start: int, count: int) -> LogChunk:
+        return await self._observability.log(name, start, count)
+
+    async def request_metrics(self) -> TaskManagerMetricsSnapshot:
+        return self._observability.snapshot(
+            str(self.resource_id), self.clock.now_ms(), self.number_of_slots,
+            self._slot_report().free_slots(), self.number_of_running_tasks)
+
     # ---- JobMaster connection ------------------------------------------------------------------
 
     async def heartbeat_from_job_manager(self, resource_id: ResourceID, job_id: JobID) -> None:
@@ -567,6 +594,16 @@ class TaskExecutor(RpcEndpoint):
 
 
 # ---- helpers that run outside the mailbox (they touch no endpoint state) ---------------------------
+
+
+def _stored_locally_on(state: TaskExecutionState, resource_id: ResourceID) -> TaskExecutionState:
+    """The report with its partitions marked as held on this TaskManager's local disk (Flink
+    ``ShuffleDescriptor.storesLocalResourcesOn``): the JobMaster forgets them if we are lost."""
+    assert state.result is not None
+    partitions = tuple(
+        dataclasses.replace(p, stores_local_resources_on=resource_id) for p in state.result.partitions
+    )
+    return dataclasses.replace(state, result=dataclasses.replace(state.result, partitions=partitions))
 
 
 async def _register_at_job_master(

@@ -31,6 +31,8 @@ from flintlock.runtime.jobgraph.types import (
     ExecutionState,
     IllegalStateTransition,
 )
+from flintlock.runtime.logs.capture import capture_thread_output
+from flintlock.runtime.logs.task_logs import TaskLogWriter, open_task_log
 from flintlock.runtime.taskmanager.invokable import (
     RuntimeEnvironment,
     TaskCancelledError,
@@ -86,6 +88,8 @@ class Task:
         self._result: TaskResult | None = None
         self._thread = threading.Thread(target=self._run, name=task_thread_name(tdd), daemon=True)
         self._final_reported = False
+        #: the attempt's task log while its thread runs (``services["task_logs"]``)
+        self._task_log: TaskLogWriter | None = None
 
     # ---- accessors -----------------------------------------------------------------------------
 
@@ -182,9 +186,19 @@ class Task:
             else:
                 log.info("%s (%s) switched from %s to %s.", self.name, self.attempt_id,
                          expected.value, target.value)
+            self._log_transition(expected, target, cause)
             if not target.is_terminal():
                 self._notify(target)
             return True
+
+    def _log_transition(self, expected: ExecutionState, target: ExecutionState,
+                        cause: SerializedError | None) -> None:
+        task_log = self._task_log
+        if task_log is None:
+            return
+        task_log.line(f"{self.name} switched from {expected.value} to {target.value}.")
+        if cause is not None and target is _E.FAILED:
+            task_log.write(f"Failure cause:\n{cause.traceback or cause.short()}\n")
 
     def _notify(self, state: ExecutionState) -> None:
         report = TaskExecutionState(
@@ -220,6 +234,30 @@ class Task:
     # ---- the thread ----------------------------------------------------------------------------
 
     def _run(self) -> None:
+        """The thread: run the attempt with its output captured into its task log."""
+        task_log = self._open_task_log()
+        if task_log is None:
+            self._run_attempt()
+            return
+        try:
+            with capture_thread_output(task_log):
+                self._run_attempt()
+        finally:
+            self._task_log = None
+            task_log.close()
+
+    def _open_task_log(self) -> TaskLogWriter | None:
+        logs = self._services.get("task_logs")
+        if logs is None:
+            return None
+        try:
+            self._task_log = open_task_log(logs, self.tdd.job_id, self.tdd.job_name,
+                                           self.attempt_id, self.name, self._task_manager)
+        except Exception as exc:  # no task log is no reason to fail the task
+            log.warning("%s (%s): cannot open its task log: %s", self.name, self.attempt_id, exc)
+        return self._task_log
+
+    def _run_attempt(self) -> None:
         try:
             if not self.transition_state(_E.CREATED, _E.DEPLOYING):
                 return

@@ -132,7 +132,7 @@ def test_reset_for_new_execution_creates_next_attempt_and_reopens_partitions() -
         v.reset_for_new_execution(0)
     for s in (ExecutionState.SCHEDULED, ExecutionState.CANCELED):
         graph.transition_execution(first, s)
-    second = v.reset_for_new_execution(5)
+    second = graph.reset_vertex(v.id, 5)
     assert second.attempt_number == 1 and list(v.prior_executions) == [first]
     assert graph.find_current_execution(first.attempt_id) is None
     assert not v.produced_partitions[0].finished

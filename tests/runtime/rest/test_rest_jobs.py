@@ -212,7 +212,8 @@ def test_job_details(rest, prefix):
     assert set(body) == {"jid", "name", "isStoppable", "state", "job-type", "start-time",
                          "end-time", "duration", "maxParallelism", "now", "timestamps",
                          "vertices", "status-counts", "plan", "pending-operators",
-                         "pending-slot-requests"}  # the last one is flintlock's addition
+                         "pending-slot-requests", "numRestarts",
+                         "next-restart-time"}  # the last three are flintlock's additions
     assert body["jid"] == str(JOB)
     assert (body["state"], body["job-type"], body["isStoppable"]) == ("RUNNING", "BATCH", False)
     assert (body["start-time"], body["end-time"]) == (T0 - 100, -1)
@@ -283,7 +284,9 @@ def test_job_exceptions_with_history(rest, prefix):
     assert history["truncated"] is False
     newest, oldest = history["entries"]
     assert set(newest) == {"exceptionName", "stacktrace", "timestamp", "taskName", "endpoint",
-                           "taskManagerId", "failureLabels", "concurrentExceptions"}
+                           "taskManagerId", "failureLabels", "concurrentExceptions",
+                           "vertexId", "subtaskIndex", "attemptNumber", "logUrl"}
+    assert (newest["vertexId"], newest["subtaskIndex"], newest["attemptNumber"]) == (str(MAP), 1, 0)
     assert newest["exceptionName"] == "ValueError"
     assert newest["timestamp"] == T0 + 300
     assert newest["taskName"] == "Map (2/2)#0"

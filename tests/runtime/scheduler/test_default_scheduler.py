@@ -2,142 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 import pytest
+from scheduler_driver import PIPELINED, TM, Driver, S, deploys, make_job, names
 
-from flintlock.config.configuration import Configuration
-from flintlock.runtime.clock import ManualClock
-from flintlock.runtime.deployment import PartitionLocation
 from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
 from flintlock.runtime.executiongraph.failover.pipelined_regions import build_pipelined_regions
-from flintlock.runtime.ids import (
-    AllocationID,
-    ExecutionAttemptID,
-    ExecutionVertexID,
-    IntermediateDataSetID,
-    JobID,
-    JobVertexID,
-    ResourceID,
-)
-from flintlock.runtime.jobgraph.job_graph import IntermediateDataSet, JobEdge, JobGraph, JobVertex
-from flintlock.runtime.jobgraph.types import (
-    ExecutionState,
-    IllegalStateTransition,
-    JobStatus,
-    JobType,
-    ResultPartitionType,
-    ShipStrategy,
-)
-from flintlock.runtime.scheduler.default_scheduler import DefaultScheduler
+from flintlock.runtime.ids import ExecutionAttemptID, ExecutionVertexID
+from flintlock.runtime.jobgraph.types import ExecutionState, IllegalStateTransition, JobStatus
 from flintlock.runtime.scheduler.messages import (
     CancelJob,
     CancelTask,
-    Command,
     DeclareResources,
-    DeployTask,
-    Event,
     FinalizeSinks,
     FreeSlot,
     JobTerminated,
     ReleasePartitions,
-    ScheduleTimer,
     SinksFinalized,
     StartScheduling,
-    TaskExecutionStateChanged,
     TaskManagerLost,
 )
 from flintlock.runtime.scheduler.strategy import PipelinedRegionSchedulingStrategy
-from flintlock.runtime.taskexecutor.gateway import SlotOffer
-from flintlock.runtime.taskmanager.task_execution_state import (
-    SerializedError,
-    TaskExecutionState,
-    TaskResult,
-)
-
-S = ShipStrategy
-BLOCKING = ResultPartitionType.BLOCKING
-PIPELINED = ResultPartitionType.PIPELINED_BOUNDED
-TM = ResourceID("tm-1")
-
-
-def make_job(
-    vertices: list[tuple[str, int]],
-    edges: list[tuple[int, int, ShipStrategy]],
-    result_type: ResultPartitionType = BLOCKING,
-    sinks: dict[int, tuple[Any, ...]] | None = None,
-    configuration: dict[str, str] | None = None,
-) -> JobGraph:
-    ids = [JobVertexID.generate() for _ in vertices]
-    results: dict[int, list[IntermediateDataSet]] = {i: [] for i in range(len(vertices))}
-    inputs: dict[int, list[JobEdge]] = {i: [] for i in range(len(vertices))}
-    for src, dst, ship in edges:
-        ds = IntermediateDataSet(IntermediateDataSetID.generate(), ids[src], result_type, ids[dst], ship, ("k",))
-        results[src].append(ds)
-        inputs[dst].append(JobEdge(ds.id, ids[dst], ship, len(inputs[dst])))
-    jvs = tuple(
-        JobVertex(ids[i], n, p, 128, "tests:Noop", inputs=tuple(inputs[i]), results=tuple(results[i]),
-                  sinks=(sinks or {}).get(i, ()))
-        for i, (n, p) in enumerate(vertices)
-    )
-    return JobGraph(JobID.generate(), "job", JobType.BATCH, jvs, configuration=configuration or {})
-
-
-class Driver:
-    """Feeds events, collects commands; ScheduleTimer commands become ManualClock timers."""
-
-    def __init__(self, job: JobGraph, **conf: str) -> None:
-        self.clock = ManualClock()
-        merged = {"slot.request.timeout": "10 s", "slot.idle.timeout": "5 s", **dict(job.configuration), **conf}
-        self.graph = ExecutionGraph(job, self.clock.now_ms)
-        self.scheduler = DefaultScheduler(self.graph, Configuration(merged), self.clock, validate=True)
-        self.commands: list[Command] = []
-        self._due: list[Event] = []
-
-    def _collect(self, commands: list[Command]) -> list[Command]:
-        for c in commands:
-            if isinstance(c, ScheduleTimer):
-                self.clock.call_later(c.delay_s, lambda e=c.event: self._due.append(e))
-        self.commands.extend(commands)
-        return [c for c in commands if not isinstance(c, ScheduleTimer)]
-
-    def handle(self, event: Event) -> list[Command]:
-        return self._collect(self.scheduler.handle(event))
-
-    def offer(self, n: int, tm: ResourceID = TM) -> tuple[tuple[SlotOffer, ...], list[Command]]:
-        offers = tuple(SlotOffer(AllocationID.generate(), i) for i in range(n))
-        accepted, cmds = self.scheduler.offer_slots(tm, f"inproc://{tm}", offers)
-        return accepted, self._collect(cmds)
-
-    def advance(self, seconds: float) -> list[Command]:
-        self.clock.advance(seconds)
-        out: list[Command] = []
-        while self._due:
-            out += self.handle(self._due.pop(0))
-        return out
-
-    def report(self, attempt: ExecutionAttemptID, state: ExecutionState, **kw: Any) -> list[Command]:
-        return self.handle(TaskExecutionStateChanged(TaskExecutionState(self.graph.job_graph.job_id, attempt, state, **kw)))
-
-    def finish(self, tdd_cmd: DeployTask, committables: dict[int, object] | None = None) -> list[Command]:
-        tdd = tdd_cmd.tdd
-        locations = tuple(
-            PartitionLocation(rp.partition_id, tdd.attempt_id, f"/shuffle/{rp.partition_id}",
-                              (1,) * rp.number_of_subpartitions, (10,) * rp.number_of_subpartitions, "k string")
-            for rp in tdd.produced_partitions
-        )
-        result = TaskResult(partitions=locations, committables=committables or {},
-                            accumulators={f"acc-{tdd.vertex_name}-{tdd.subtask_index}": b"x"})
-        return self.report(tdd.attempt_id, ExecutionState.FINISHED, result=result)
-
-
-def deploys(commands: Sequence[Command]) -> list[DeployTask]:
-    return [c for c in commands if isinstance(c, DeployTask)]
-
-
-def names(commands: Sequence[Command]) -> list[str]:
-    return [c.tdd.task_name_with_subtask() for c in deploys(commands)]
+from flintlock.runtime.taskmanager.task_execution_state import SerializedError
 
 
 class RecordingSink:

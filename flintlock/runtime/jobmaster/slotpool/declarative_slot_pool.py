@@ -42,10 +42,18 @@ class AllocatedSlot:
 
 
 class DeclarativeSlotPool:
-    """Owned slots and pending slot requests of one job."""
+    """Owned slots and pending slot requests of one job.
+
+    Every operation is O(1) or O(slots it returns): free slots are kept in an insertion-ordered
+    index (the slot free the longest first, so ``idle_since`` grows along it), slots in use by
+    request id, so a job of thousands of subtasks schedules in linear time.
+    """
 
     def __init__(self) -> None:
         self._slots: dict[AllocationID, AllocatedSlot] = {}
+        #: free slots, in the order they became free (oldest ``idle_since`` first)
+        self._free: dict[AllocationID, AllocatedSlot] = {}
+        self._by_request: dict[SlotRequestId, AllocatedSlot] = {}
         self._pending: dict[SlotRequestId, None] = {}  # insertion-ordered FIFO
 
     # ---- queries -------------------------------------------------------------------------------
@@ -60,10 +68,10 @@ class DeclarativeSlotPool:
         return len(self._slots)
 
     def free_slots(self) -> list[AllocatedSlot]:
-        return [s for s in self._slots.values() if s.is_free]
+        return list(self._free.values())
 
     def slots_in_use(self) -> int:
-        return sum(1 for s in self._slots.values() if not s.is_free)
+        return len(self._by_request)
 
     def pending_requests(self) -> list[SlotRequestId]:
         return list(self._pending)
@@ -72,15 +80,34 @@ class DeclarativeSlotPool:
         """What to declare to the ResourceManager: waiting requests + slots in use."""
         return len(self._pending) + self.slots_in_use()
 
+    # ---- internal index maintenance --------------------------------------------------------------
+
+    def _occupy(self, slot: AllocatedSlot, request_id: SlotRequestId) -> None:
+        del self._free[slot.allocation_id]
+        slot.request_id = request_id
+        slot.idle_since = None
+        self._by_request[request_id] = slot
+
+    def _make_free(self, slot: AllocatedSlot, now: float) -> None:
+        if slot.request_id is not None:
+            self._by_request.pop(slot.request_id, None)
+        slot.request_id = None
+        slot.idle_since = now
+        self._free[slot.allocation_id] = slot
+
+    def _forget(self, slot: AllocatedSlot) -> None:
+        del self._slots[slot.allocation_id]
+        self._free.pop(slot.allocation_id, None)
+        if slot.request_id is not None:
+            self._by_request.pop(slot.request_id, None)
+
     # ---- requests ------------------------------------------------------------------------------
 
     def request_slot(self, request_id: SlotRequestId) -> AllocatedSlot | None:
         """Assign a free slot to ``request_id`` now, or queue the request."""
-        for slot in self._slots.values():
-            if slot.is_free:
-                slot.request_id = request_id
-                slot.idle_since = None
-                return slot
+        for slot in self._free.values():
+            self._occupy(slot, request_id)
+            return slot
         self._pending[request_id] = None
         return None
 
@@ -90,26 +117,22 @@ class DeclarativeSlotPool:
 
     def release_slot(self, request_id: SlotRequestId, now: float) -> AllocatedSlot | None:
         """The request's executions are done: its slot becomes idle (stays owned)."""
-        for slot in self._slots.values():
-            if slot.request_id == request_id:
-                slot.request_id = None
-                slot.idle_since = now
-                return slot
+        slot = self._by_request.get(request_id)
+        if slot is not None:
+            self._make_free(slot, now)
+            return slot
         self._pending.pop(request_id, None)
         return None
 
     def assign_pending(self) -> list[tuple[SlotRequestId, AllocatedSlot]]:
         """Give free slots to waiting requests, oldest request first."""
         out: list[tuple[SlotRequestId, AllocatedSlot]] = []
-        for slot in self._slots.values():
-            if not self._pending:
-                break
-            if slot.is_free:
-                request_id = next(iter(self._pending))
-                del self._pending[request_id]
-                slot.request_id = request_id
-                slot.idle_since = None
-                out.append((request_id, slot))
+        while self._pending and self._free:
+            request_id = next(iter(self._pending))
+            del self._pending[request_id]
+            slot = next(iter(self._free.values()))
+            self._occupy(slot, request_id)
+            out.append((request_id, slot))
         return out
 
     # ---- slots ---------------------------------------------------------------------------------
@@ -133,44 +156,53 @@ class DeclarativeSlotPool:
                 if owned.resource_id == resource_id:
                     accepted.append(offer)
                 continue
-            if len(self._pending) > len(self.free_slots()):
-                self._slots[offer.allocation_id] = AllocatedSlot(
-                    offer.allocation_id, resource_id, task_executor_address, offer.slot_index,
-                    idle_since=now,
-                )
+            if len(self._pending) > len(self._free):
+                slot = AllocatedSlot(offer.allocation_id, resource_id, task_executor_address,
+                                     offer.slot_index, idle_since=now)
+                self._slots[offer.allocation_id] = slot
+                self._free[offer.allocation_id] = slot
                 accepted.append(offer)
         return tuple(accepted)
 
     def remove_slot(self, allocation_id: AllocationID) -> AllocatedSlot | None:
         """The slot is gone (freed by its TaskExecutor, failed, or returned by us)."""
-        return self._slots.pop(allocation_id, None)
+        slot = self._slots.get(allocation_id)
+        if slot is not None:
+            self._forget(slot)
+        return slot
 
     def remove_task_manager(self, resource_id: ResourceID) -> list[AllocatedSlot]:
         """All slots of a lost TaskExecutor; returns them (with the requests they served)."""
         lost = [s for s in self._slots.values() if s.resource_id == resource_id]
         for s in lost:
-            del self._slots[s.allocation_id]
+            self._forget(s)
         return lost
 
     def release_idle_slots(self, now: float, idle_timeout_s: float) -> list[AllocatedSlot]:
         """Remove and return the slots idle for at least ``idle_timeout_s``."""
-        out = [
-            s for s in self._slots.values()
-            if s.is_free and s.idle_since is not None and now - s.idle_since >= idle_timeout_s - 1e-9
-        ]
+        out = []
+        for s in list(self._free.values()):
+            assert s.idle_since is not None
+            if now - s.idle_since < idle_timeout_s - 1e-9:
+                break  # the free index is ordered by idle_since
+            out.append(s)
         for s in out:
-            del self._slots[s.allocation_id]
+            self._forget(s)
         return out
 
     def next_idle_deadline(self, idle_timeout_s: float) -> float | None:
         """When the next idle slot times out (monotonic seconds), or None."""
-        times = [s.idle_since for s in self._slots.values() if s.is_free and s.idle_since is not None]
-        return min(times) + idle_timeout_s if times else None
+        for s in self._free.values():
+            assert s.idle_since is not None
+            return s.idle_since + idle_timeout_s
+        return None
 
     def release_all(self) -> list[AllocatedSlot]:
         """The job ended: forget every slot and request; returns the slots to free."""
         out = list(self._slots.values())
         self._slots.clear()
+        self._free.clear()
+        self._by_request.clear()
         self._pending.clear()
         return out
 
@@ -182,3 +214,9 @@ class DeclarativeSlotPool:
             assert not self.free_slots(), "a free slot while requests are waiting"
         for s in self._slots.values():
             assert (s.idle_since is None) != s.is_free, f"slot {s.allocation_id}: idle_since mismatch"
+            assert (s.allocation_id in self._free) == s.is_free, f"slot {s.allocation_id}: free index"
+        assert {r: s.allocation_id for r, s in self._by_request.items()} == {
+            s.request_id: s.allocation_id for s in self._slots.values() if s.request_id is not None
+        }, "request index mismatch"
+        idle = [s.idle_since for s in self._free.values()]
+        assert idle == sorted(idle), f"free index out of idle order: {idle}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import heapq
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -198,6 +199,10 @@ class SlotTracker:
         #: resource id -> slot number -> slot, in registration order
         self._task_executors: dict[ResourceID, dict[int, TaskManagerSlot]] = {}
         self._requirements: dict[JobID, _JobRequirement] = {}
+        #: per TaskExecutor: number of FREE slots, and a min-heap of their slot numbers (stale
+        #: entries of slots no longer FREE are dropped lazily), so picking a slot is O(log n)
+        self._free_count: dict[ResourceID, int] = {}
+        self._free_heap: dict[ResourceID, list[int]] = {}
 
     # ---- queries -------------------------------------------------------------------------------
 
@@ -216,7 +221,9 @@ class SlotTracker:
         return len(self.slots(resource_id))
 
     def number_of_free_slots(self, resource_id: ResourceID | None = None) -> int:
-        return sum(1 for s in self.slots(resource_id) if s.state is SlotState.FREE)
+        if resource_id is not None:
+            return self._free_count.get(resource_id, 0)
+        return sum(self._free_count.values())
 
     def required_slots(self, job_id: JobID) -> int:
         req = self._requirements.get(job_id)
@@ -257,11 +264,14 @@ class SlotTracker:
                 slot = TaskManagerSlot(SlotID(event.resource_id, number))
                 slot.story.append(f"registered FREE cause={event.cause_id}")
                 slots[number] = slot
+                self._mark_free(slot)
         return self._check_requirements(event.cause_id)
 
     @_handle.register
     def _(self, event: TaskExecutorRemoved) -> list[AllocateSlot]:
         self._task_executors.pop(event.resource_id, None)
+        self._free_count.pop(event.resource_id, None)
+        self._free_heap.pop(event.resource_id, None)
         return self._check_requirements(event.cause_id)
 
     @_handle.register
@@ -277,6 +287,7 @@ class SlotTracker:
                 slot = TaskManagerSlot(status.slot_id)
                 slot.story.append(f"reported FREE cause={event.cause_id}")
                 slots[status.slot_id.slot_number] = slot
+                self._mark_free(slot)
             self._reconcile(slot, status.allocation_id, status.job_id, event.cause_id)
         return self._check_requirements(event.cause_id)
 
@@ -354,9 +365,19 @@ class SlotTracker:
         slot.story.append(
             f"{slot.state.value} -> {target.value} job={job_id} allocation={allocation_id} {why}"
         )
+        was_free = slot.state is SlotState.FREE
         slot.state = target
         slot.job_id = job_id
         slot.allocation_id = allocation_id
+        if target is SlotState.FREE and not was_free:
+            self._mark_free(slot)
+        elif was_free and target is not SlotState.FREE:
+            self._free_count[slot.resource_id] -= 1
+
+    def _mark_free(self, slot: TaskManagerSlot) -> None:
+        rid = slot.resource_id
+        self._free_count[rid] = self._free_count.get(rid, 0) + 1
+        heapq.heappush(self._free_heap.setdefault(rid, []), slot.slot_id.slot_number)
 
     def _check_requirements(self, cause_id: str) -> list[AllocateSlot]:
         commands: list[AllocateSlot] = []
@@ -373,19 +394,24 @@ class SlotTracker:
         return commands
 
     def _pick_free_slot(self) -> TaskManagerSlot | None:
-        """A FREE slot of the TaskExecutor with the lowest share of used slots (SLOTS mode)."""
+        """A FREE slot of the TaskExecutor with the lowest share of used slots (SLOTS mode);
+        within it the lowest slot number."""
         best: tuple[float, int, int] | None = None
-        best_slot: TaskManagerSlot | None = None
-        for order, slots in enumerate(self._task_executors.values()):
-            free = [s for s in slots.values() if s.state is SlotState.FREE]
+        best_rid: ResourceID | None = None
+        for order, (rid, slots) in enumerate(self._task_executors.items()):
+            free = self._free_count.get(rid, 0)
             if not free:
                 continue
-            used = len(slots) - len(free)
+            used = len(slots) - free
             key = (used / len(slots), used, order)
             if best is None or key < best:
-                best = key
-                best_slot = min(free, key=lambda s: s.slot_id.slot_number)
-        return best_slot
+                best, best_rid = key, rid
+        if best_rid is None:
+            return None
+        heap, slots = self._free_heap[best_rid], self._task_executors[best_rid]
+        while heap and slots[heap[0]].state is not SlotState.FREE:
+            heapq.heappop(heap)  # stale: the slot was taken since it was pushed
+        return slots[heap[0]]
 
     # ---- invariants ----------------------------------------------------------------------------
 
@@ -406,3 +432,7 @@ class SlotTracker:
                     seen[slot.allocation_id] = slot.slot_id
         for job_id, requirement in self._requirements.items():
             assert requirement.number_of_slots >= 0, f"job {job_id}: negative requirement"
+        for resource_id, slots in self._task_executors.items():
+            free = {n for n, slot in slots.items() if slot.state is SlotState.FREE}
+            assert self._free_count.get(resource_id, 0) == len(free), f"{resource_id}: free count"
+            assert free <= set(self._free_heap.get(resource_id, ())), f"{resource_id}: free heap"

@@ -1,11 +1,10 @@
-"""Cluster handlers: ``/config``, ``/overview``, ``/taskmanagers[/:id]``, ``DELETE /cluster``."""
+"""Cluster handlers: ``/config``, ``/overview``, ``DELETE /cluster`` (TaskManagers: ``taskmanagers``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from flintlock.runtime.rest import messages
-from flintlock.runtime.rest.errors import RestHandlerException
 from flintlock.runtime.rest.routing import Ctx, new_router
 
 __all__ = ["router"]
@@ -29,18 +28,3 @@ async def cluster_overview(ctx: Ctx) -> dict[str, Any]:
 async def shutdown_cluster(ctx: Ctx) -> dict[str, Any]:
     await ctx.dispatcher.shutdown_cluster()
     return {}
-
-
-@router.get("/taskmanagers", tags=["taskmanagers"], summary="Overview of all TaskManagers.")
-async def task_managers(ctx: Ctx) -> dict[str, Any]:
-    infos = await ctx.dispatcher.request_task_manager_infos()
-    return {"taskmanagers": [messages.task_manager_info(tm) for tm in infos]}
-
-
-@router.get("/taskmanagers/{taskmanagerid}", tags=["taskmanagers"],
-            summary="Details of one TaskManager.")
-async def task_manager(taskmanagerid: str, ctx: Ctx) -> dict[str, Any]:
-    for tm in await ctx.dispatcher.request_task_manager_infos():
-        if str(tm.resource_id) == taskmanagerid:
-            return messages.task_manager_details(tm)
-    raise RestHandlerException(404, f"Could not find TaskManager {taskmanagerid}.")

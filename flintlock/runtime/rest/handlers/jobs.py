@@ -6,6 +6,8 @@ from typing import Annotated, Any
 
 from fastapi import Query
 
+from flintlock.config.options import WEB_EXCEPTION_HISTORY_SIZE
+from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph
 from flintlock.runtime.ids import JobID, JobVertexID
 from flintlock.runtime.rest import messages
 from flintlock.runtime.rest.errors import RestHandlerException
@@ -51,7 +53,9 @@ async def job_plan(jobid: str, ctx: Ctx) -> dict[str, Any]:
 
 
 @router.get("/jobs/{jobid}/exceptions", tags=["jobs"],
-            summary="The most recent exceptions of a job (newest first).")
+            summary="The most recent exceptions of a job (newest first).",
+            description="Root entries (one per failover) with their concurrent failures; at "
+                        "most web.exception-history-size of them are kept.")
 async def job_exceptions(
     jobid: str,
     ctx: Ctx,
@@ -61,7 +65,18 @@ async def job_exceptions(
 ) -> dict[str, Any]:
     job_id = parse_id(JobID, "jobid", jobid)
     graph = await ctx.dispatcher.request_job(job_id)
-    return messages.job_exceptions(graph, max_exceptions)
+    return messages.job_exceptions(graph, max_exceptions, _exception_history_size(ctx, graph))
+
+
+def _exception_history_size(ctx: RestContext, graph: ArchivedExecutionGraph) -> int:
+    """``web.exception-history-size`` of the job's configuration, else of the cluster's."""
+    configured = graph.configuration.get(WEB_EXCEPTION_HISTORY_SIZE.key)
+    if configured is not None:
+        try:
+            return int(WEB_EXCEPTION_HISTORY_SIZE.parse(configured))
+        except ValueError:
+            pass  # validated at submission; a bad value falls back to the cluster's
+    return int(ctx.configuration.get(WEB_EXCEPTION_HISTORY_SIZE))
 
 
 @router.get("/jobs/{jobid}/execution-result", tags=["jobs"],
@@ -80,7 +95,7 @@ async def job_vertex(jobid: str, vertexid: str, ctx: Ctx) -> dict[str, Any]:
     graph = await ctx.dispatcher.request_job(job_id)
     for vertex in graph.vertices:
         if vertex.id == vertex_id:
-            return messages.job_vertex_details(vertex, ctx.now_ms())
+            return messages.job_vertex_details(job_id, vertex, ctx.now_ms())
     raise RestHandlerException(404, f"No vertex with ID '{vertex_id}' exists in job {job_id}.")
 
 

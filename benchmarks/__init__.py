@@ -1,0 +1,1 @@
+"""The flintlock benchmark harness: ``python -m benchmarks run|report`` (docs/benchmarks.md)."""

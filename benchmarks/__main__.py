@@ -1,0 +1,132 @@
+"""``python -m benchmarks run|report``: the flintlock benchmark harness (see docs/benchmarks.md).
+
+    python -m benchmarks run [--sf 1] [--runs 3] [--systems a,b] [--workloads x,y] ...
+    python -m benchmarks report benchmarks/results/<date>-<host>.json
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from benchmarks.runner import EXTRA_WORKLOADS, Settings, run_benchmark
+from benchmarks.systems import SYSTEMS, RunFailed
+from benchmarks.verify import WrongAnswer
+from benchmarks.workloads import WORKLOADS
+
+
+def _names(value: str, allowed: tuple[str, ...], what: str) -> list[str]:
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in allowed]
+    if unknown or not names:
+        raise click.BadParameter(f"unknown {what} {unknown or value!r}; choose from "
+                                 f"{', '.join(allowed)}")
+    return names
+
+
+def _sizes(value: str) -> list[int]:
+    try:
+        sizes = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected comma-separated integers") from None
+    if any(n < 1 for n in sizes):
+        raise click.BadParameter("subtask counts must be positive")
+    return sizes
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """flintlock side by side with plain PySpark, PyFlink and DuckDB."""
+
+
+@cli.command()
+@click.option("--sf", type=float, default=1.0, show_default=True, help="TPC-H scale factor.")
+@click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Measured rounds per workload.")
+@click.option("--warmups", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Warm-up rounds per workload (not measured).")
+@click.option("--systems", default=",".join(SYSTEMS), show_default=True,
+              help="Comma-separated systems.")
+@click.option("--workloads", default=",".join((*WORKLOADS, *EXTRA_WORKLOADS)), show_default=True,
+              help="Comma-separated workloads (latency and control_plane included).")
+@click.option("--data", "data_root", default="data", show_default=True,
+              help="Data root (generated there when missing).")
+@click.option("--text-copies", type=click.IntRange(min=1), default=38, show_default=True,
+              help="Copies of the King James Bible for word count (38 = ~30M words).")
+@click.option("-p", "--parallelism", type=click.IntRange(min=1), default=None,
+              help="Parallelism of flintlock and PyFlink jobs [default: cores].")
+@click.option("--cores", type=click.IntRange(min=1), default=None,
+              help="Spark local[N] of plain PySpark [default: all cores].")
+@click.option("--task-managers", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--slots", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Slots per TaskManager of the session cluster.")
+@click.option("--timeout", type=float, default=600.0, show_default=True,
+              help="Seconds one run may take.")
+@click.option("--latency-runs", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--control-plane-sizes", default="1000,2000,5000,10000", show_default=True,
+              help="No-op subtasks per control-plane job.")
+@click.option("--control-plane-runs", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--control-plane-timeout", type=float, default=180.0, show_default=True,
+              help="Seconds one control-plane job may take; larger sizes are skipped after it.")
+@click.option("--control-plane-budget", type=float, default=45.0, show_default=True,
+              help="Seconds of measured control-plane jobs per size (at least one job runs).")
+@click.option("-D", "flintlock_conf", multiple=True, metavar="KEY=VALUE",
+              help="Extra flintlock configuration for both flintlock systems (repeatable).")
+@click.option("--keep-going", is_flag=True,
+              help="Record a failed or timed-out run and go on (wrong answers always stop).")
+@click.option("--require-pyflink", is_flag=True,
+              help="Fail instead of skipping PyFlink when it cannot be installed.")
+@click.option("--out", "out_dir", default="benchmarks/results", show_default=True)
+@click.option("--no-report", is_flag=True, help="Do not regenerate docs/benchmarks.md.")
+@click.option("--docs", default=None, help="Markdown file to write [default: docs/benchmarks.md].")
+def run(sf: float, runs: int, warmups: int, systems: str, workloads: str, data_root: str,
+        text_copies: int, parallelism: int | None, cores: int | None, task_managers: int,
+        slots: int, timeout: float, latency_runs: int, control_plane_sizes: str,
+        control_plane_runs: int, control_plane_timeout: float,
+        control_plane_budget: float, flintlock_conf: tuple[str, ...],
+        keep_going: bool, require_pyflink: bool, out_dir: str, no_report: bool,
+        docs: str | None) -> None:
+    """Run the benchmark, write benchmarks/results/<date>-<host>.json and the report."""
+    n = os.cpu_count() or 1
+    settings = Settings(
+        data_root=data_root, sf=sf, runs=runs, warmups=warmups,
+        systems=_names(systems, SYSTEMS, "systems"),
+        workloads=_names(workloads, (*WORKLOADS, *EXTRA_WORKLOADS), "workloads"),
+        parallelism=parallelism or n, cores=cores or n, task_managers=task_managers,
+        slots_per_task_manager=slots, text_copies=text_copies, timeout_s=timeout,
+        latency_runs=latency_runs, control_plane_sizes=_sizes(control_plane_sizes),
+        control_plane_runs=control_plane_runs, control_plane_timeout_s=control_plane_timeout,
+        control_plane_budget_s=control_plane_budget,
+        keep_going=keep_going, pyflink_required=require_pyflink, out_dir=out_dir,
+        flintlock_conf=list(flintlock_conf),
+    )
+    try:
+        path = run_benchmark(settings, log=lambda msg: click.echo(msg, err=True))
+    except WrongAnswer as exc:
+        click.echo(f"\nWRONG ANSWER, benchmark stopped:\n{exc}", err=True)
+        sys.exit(2)
+    except RunFailed as exc:
+        click.echo(f"\nA run failed, benchmark stopped (--keep-going records it instead):\n{exc}",
+                   err=True)
+        sys.exit(1)
+    click.echo(str(path))
+    if not no_report:
+        from benchmarks.report import write_report
+
+        click.echo(f"report: {write_report(path, docs)}", err=True)
+
+
+@cli.command()
+@click.argument("results", type=click.Path(exists=True, dir_okay=False))
+@click.option("--docs", default=None, help="Markdown file to write [default: docs/benchmarks.md].")
+def report(results: str, docs: str | None) -> None:
+    """Regenerate docs/benchmarks.md and docs/images/bench-*.png from RESULTS."""
+    from benchmarks.report import write_report
+
+    click.echo(str(write_report(results, docs)))
+
+
+if __name__ == "__main__":
+    cli(prog_name="python -m benchmarks")

@@ -1,0 +1,1 @@
+"""Programs the harness runs as separate processes (one per system); see ``benchmarks.systems``."""

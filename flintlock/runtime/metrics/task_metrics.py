@@ -1,0 +1,186 @@
+"""Task metrics with Flink's names, computed from attempt snapshots (pure functions, no I/O).
+
+Metrics of one subtask attempt (Flink ``TaskIOMetricGroup``):
+
+- ``numRecordsIn``, ``numRecordsOut``, ``numBytesIn``, ``numBytesOut``: what the attempt read and
+  wrote (records; bytes as stored in result partitions / sources). A subtask runs its chain as one
+  Spark plan, so these are known when the attempt FINISHES and are 0 before.
+- ``busyTimeMsPerSecond``: 1000 while RUNNING (the task thread waits on its Spark work), else 0.
+- ``accumulateBusyTimeMs``: ms spent RUNNING (to the end of RUNNING, or to now).
+
+REST query helpers follow Flink's metric handlers: ``get=a,b`` selects metrics, ``agg=min,max``
+picks aggregations (``min``, ``max``, ``sum``, ``avg``, ``skew``: Flink ``DoubleDataSkew``, the
+mean absolute deviation in % of the mean, capped at 100), ``subtasks=0,2-4`` selects subtasks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from flintlock.runtime.executiongraph.archived import ArchivedExecution, ArchivedJobVertex
+from flintlock.runtime.jobgraph.types import ExecutionState
+from flintlock.runtime.taskmanager.task_execution_state import IOMetrics
+
+__all__ = [
+    "AGGREGATIONS",
+    "TASK_METRICS",
+    "aggregate",
+    "attempt_metrics",
+    "busy_time_ms",
+    "execution_metrics",
+    "format_metric_value",
+    "metric_list",
+    "parse_aggregations",
+    "parse_metric_names",
+    "parse_subtask_ranges",
+    "vertex_metrics",
+]
+
+#: Flink's names of the task metrics, in display order
+TASK_METRICS = ("numRecordsIn", "numRecordsOut", "numBytesIn", "numBytesOut",
+                "busyTimeMsPerSecond", "accumulateBusyTimeMs")
+#: Flink's aggregation modes (``AggregationMode``), lower case as in the query parameter
+AGGREGATIONS = ("min", "max", "avg", "sum", "skew")
+
+_MAX_NAMES = 1000
+_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
+_RANGE = re.compile(r"^\s*(\d{1,9})\s*(?:-\s*(\d{1,9})\s*)?$")
+_END_OF_RUNNING = ("CANCELING", "FINISHED", "FAILED", "CANCELED")
+
+
+def busy_time_ms(state: ExecutionState, state_timestamps: Mapping[str, int], now_ms: int) -> int:
+    """Milliseconds the attempt spent RUNNING (so far, while it still runs)."""
+    started = int(state_timestamps.get("RUNNING", 0))
+    if started <= 0:
+        return 0
+    if state is ExecutionState.RUNNING:
+        return max(0, now_ms - started)
+    ends = [int(state_timestamps[s]) for s in _END_OF_RUNNING
+            if int(state_timestamps.get(s, 0)) >= started]
+    return max(0, min(ends) - started) if ends else 0
+
+
+def attempt_metrics(io: IOMetrics, state: ExecutionState, state_timestamps: Mapping[str, int],
+                    now_ms: int) -> dict[str, float]:
+    """The ``TASK_METRICS`` of one attempt."""
+    return {
+        "numRecordsIn": float(io.records_in),
+        "numRecordsOut": float(io.records_out),
+        "numBytesIn": float(io.bytes_in),
+        "numBytesOut": float(io.bytes_out),
+        "busyTimeMsPerSecond": 1000.0 if state is ExecutionState.RUNNING else 0.0,
+        "accumulateBusyTimeMs": float(busy_time_ms(state, state_timestamps, now_ms)),
+    }
+
+
+def execution_metrics(execution: ArchivedExecution, now_ms: int) -> dict[str, float]:
+    """The ``TASK_METRICS`` of an archived attempt."""
+    return attempt_metrics(execution.metrics, execution.state, execution.state_timestamps, now_ms)
+
+
+def vertex_metrics(vertex: ArchivedJobVertex, now_ms: int) -> dict[str, float]:
+    """Flink's vertex metric view: ``"<subtask index>.<metric>"`` -> value, current attempts."""
+    values: dict[str, float] = {}
+    for sub in sorted(vertex.subtasks, key=lambda s: s.subtask_index):
+        for name, value in execution_metrics(sub, now_ms).items():
+            values[f"{sub.subtask_index}.{name}"] = value
+    return values
+
+
+def format_metric_value(value: float) -> str:
+    """Flink sends metric values as strings: integral values without a decimal point."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def parse_metric_names(get: str | None) -> list[str] | None:
+    """``get=a,b`` -> ``["a", "b"]`` (``None`` when absent: list the available metrics).
+
+    Raises:
+        ValueError: a name is malformed or there are more than 1000.
+    """
+    if get is None:
+        return None
+    names = [n.strip() for n in get.split(",") if n.strip()]
+    if len(names) > _MAX_NAMES:
+        raise ValueError(f"at most {_MAX_NAMES} metric names per request")
+    for name in names:
+        if not _NAME.match(name):
+            raise ValueError(f"invalid metric name {name!r}")
+    return names
+
+
+def metric_list(available: Mapping[str, float], get: str | None) -> list[dict[str, str]]:
+    """Flink's ``MetricCollectionResponseBody``: ``[{"id"}]`` without ``get``, else
+    ``[{"id", "value"}]`` for the requested metrics that exist (unknown names are skipped).
+
+    Raises:
+        ValueError: from ``parse_metric_names``.
+    """
+    names = parse_metric_names(get)
+    if names is None:
+        return [{"id": name} for name in available]
+    return [{"id": n, "value": format_metric_value(available[n])} for n in names if n in available]
+
+
+def parse_aggregations(agg: str | None) -> tuple[str, ...]:
+    """``agg=min,max`` -> ``("min", "max")``; absent or empty -> all of ``AGGREGATIONS``.
+
+    Raises:
+        ValueError: an unknown aggregation (the message lists the valid ones).
+    """
+    if agg is None or not agg.strip():
+        return AGGREGATIONS
+    modes = []
+    for raw in agg.split(","):
+        mode = raw.strip().lower()
+        if mode not in AGGREGATIONS:
+            raise ValueError(f"invalid aggregation {raw.strip()!r} (expected one of "
+                             f"{', '.join(AGGREGATIONS)})")
+        if mode not in modes:
+            modes.append(mode)
+    return tuple(modes)
+
+
+def parse_subtask_ranges(text: str | None, parallelism: int) -> list[int]:
+    """``"0,2-4"`` -> the selected subtask indices that exist; absent -> all subtasks.
+
+    Raises:
+        ValueError: a malformed range.
+    """
+    if text is None or not text.strip():
+        return list(range(parallelism))
+    selected: set[int] = set()
+    for part in text.split(","):
+        m = _RANGE.match(part)
+        if not m:
+            raise ValueError(f"invalid subtask range {part.strip()!r} (examples: '1', '3-5')")
+        low = int(m.group(1))
+        high = int(m.group(2)) if m.group(2) is not None else low
+        if high < low:
+            raise ValueError(f"invalid subtask range {part.strip()!r}: end before start")
+        selected.update(range(low, min(high, parallelism - 1) + 1))
+    return sorted(selected)
+
+
+def aggregate(values: Sequence[float], modes: Iterable[str]) -> dict[str, float]:
+    """Flink's aggregations of ``values`` (non-empty)."""
+    total = float(sum(values))
+    avg = total / len(values)
+    result: dict[str, float] = {}
+    for mode in modes:
+        if mode == "min":
+            result[mode] = float(min(values))
+        elif mode == "max":
+            result[mode] = float(max(values))
+        elif mode == "sum":
+            result[mode] = total
+        elif mode == "avg":
+            result[mode] = avg
+        elif mode == "skew":
+            if avg == 0.0:
+                result[mode] = 0.0
+            else:
+                deviation = sum(abs(avg - v) for v in values) / len(values)
+                result[mode] = min(deviation / avg * 100.0, 100.0)
+    return result

@@ -1,0 +1,88 @@
+"""JobManager handlers: ``/jobmanager/config``, ``/jobmanager/logs[/:filename]``,
+``/jobmanager/log`` and ``/jobmanager/stdout`` (``/jobmanager/metrics`` is in ``metrics``).
+
+The configuration is Flink's ``ConfigurationInfo`` (a list of ``{"key", "value"}`` sorted by key)
+with sensitive values masked as Flink's ``GlobalConfiguration.isSensitive`` does. Log files are the
+JobManager process's own (``env.log.dir``), read in chunks like TaskManager logs.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from fastapi.responses import Response
+
+from flintlock.runtime.concurrency import run_blocking
+from flintlock.runtime.logs.files import LogChunk, LogDirectory
+from flintlock.runtime.rest.errors import RestHandlerException
+from flintlock.runtime.rest.handlers.taskmanagers import LogRange, log_file_name
+from flintlock.runtime.rest.log_responses import LogReader, log_file_response
+from flintlock.runtime.rest.observability import Obs, not_found_errors
+from flintlock.runtime.rest.routing import Ctx, new_router
+
+__all__ = ["HIDDEN_VALUE", "is_sensitive", "router"]
+
+router = new_router()
+
+#: what a sensitive value is shown as (Flink ``GlobalConfiguration.HIDDEN_CONTENT``)
+HIDDEN_VALUE = "******"
+_SENSITIVE = ("password", "secret", "fs.azure.account.key", "apikey", "api-key", "auth-params",
+              "service-key", "token", "basic-auth", "jaas.config", "http-headers")
+
+
+def is_sensitive(key: str) -> bool:
+    """Whether ``key``'s value must not be shown (Flink's list of sensitive key fragments)."""
+    lowered = key.lower()
+    return any(fragment in lowered for fragment in _SENSITIVE)
+
+
+@router.get("/jobmanager/config", tags=["jobmanager"], summary="The cluster configuration.")
+async def job_manager_config(ctx: Ctx) -> list[dict[str, str]]:
+    items = sorted(ctx.configuration.to_dict().items())
+    return [{"key": k, "value": HIDDEN_VALUE if is_sensitive(k) else str(v)} for k, v in items]
+
+
+def _logs(obs: Obs) -> LogDirectory:
+    if obs.job_manager_logs is None:
+        raise RestHandlerException(404, "The JobManager has no log files (it runs without "
+                                        "env.log.dir, e.g. inside a test or a MiniCluster).")
+    return obs.job_manager_logs
+
+
+def _reader(logs: LogDirectory, name: str | None) -> LogReader:
+    async def read(start: int, count: int) -> LogChunk:
+        with not_found_errors():
+            return await run_blocking(logs.read, name, start, count)
+
+    return read
+
+
+@router.get("/jobmanager/logs", tags=["jobmanager"], summary="The JobManager's log files.")
+async def job_manager_logs(obs: Obs) -> dict[str, Any]:
+    if obs.job_manager_logs is None:
+        return {"logs": []}
+    infos = await run_blocking(obs.job_manager_logs.list_logs)
+    return {"logs": [{"name": i.name, "size": i.size, "mtime": i.mtime_ms} for i in infos]}
+
+
+@router.get("/jobmanager/logs/{filename}", tags=["jobmanager"],
+            summary="One JobManager log file (text; paged with start/count or Range).")
+async def job_manager_log_file(filename: str, request: Request, obs: Obs,
+                               page: Annotated[LogRange, Depends()]) -> Response:
+    name = log_file_name(filename)
+    return await log_file_response(_reader(_logs(obs), name), request, page.start, page.count,
+                                   page.download)
+
+
+@router.get("/jobmanager/log", tags=["jobmanager"], summary="The JobManager's process log.")
+async def job_manager_main_log(request: Request, obs: Obs,
+                               page: Annotated[LogRange, Depends()]) -> Response:
+    return await log_file_response(_reader(_logs(obs), None), request, page.start, page.count,
+                                   page.download)
+
+
+@router.get("/jobmanager/stdout", tags=["jobmanager"], summary="Not captured separately.")
+async def job_manager_stdout() -> Response:
+    raise RestHandlerException(
+        404, "The JobManager's stdout is not captured separately; see GET /jobmanager/log.")

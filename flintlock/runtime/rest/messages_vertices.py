@@ -1,0 +1,213 @@
+"""Flink REST v1 bodies of a job's configuration and of its subtasks (pure functions, no I/O).
+
+``/jobs/:jobid/config`` (``JobConfigInfo``), ``/vertices/:vid/subtasktimes`` (``SubtasksTimesInfo``),
+``/vertices/:vid/subtasks/:i[/attempts/:a]`` (``SubtaskExecutionAttemptDetailsInfo``) and
+``/vertices/:vid/taskmanagers`` (``JobVertexTaskManagersInfo``). Field names are Flink's wire names
+(fact sheet 11.4); timestamps are epoch ms, ``-1`` means "not yet", ``0`` "state never entered".
+
+flintlock additions to the attempt details (Flink clients ignore unknown fields): ``log-file`` and
+``log-url`` (the attempt's task log on its TaskManager), ``failure`` (class and message of the
+error it failed with) and ``attempts`` (all attempt numbers known for the subtask).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import quote
+
+from flintlock.runtime.executiongraph.archived import (
+    ArchivedExecution,
+    ArchivedExecutionGraph,
+    ArchivedJobVertex,
+    aggregate_vertex_state,
+)
+from flintlock.runtime.ids import ExecutionAttemptID, JobID
+from flintlock.runtime.jobgraph.types import ExecutionState, JobType
+from flintlock.runtime.logs.task_logs import task_log_file_name_of
+from flintlock.runtime.metrics.task_metrics import aggregate, busy_time_ms
+from flintlock.runtime.taskmanager.task_execution_state import IOMetrics
+
+__all__ = [
+    "io_metrics_info",
+    "job_config_info",
+    "subtask_attempt_details",
+    "subtask_times_info",
+    "task_log_url",
+    "vertex_task_managers_info",
+]
+
+_UNASSIGNED = "(unassigned)"
+_STATUS_DURATION_STATES = ("CREATED", "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING")
+_IO_NUMBERS = ("read-bytes", "write-bytes", "read-records", "write-records",
+               "accumulated-busy-time")
+
+
+def task_log_url(task_manager: str, job_id: JobID | str, attempt_id: ExecutionAttemptID) -> str:
+    """REST path of an attempt's task log: ``/taskmanagers/<tm>/logs/<task log file>``."""
+    return (f"/taskmanagers/{quote(task_manager, safe='')}/logs/"
+            f"{task_log_file_name_of(job_id, attempt_id)}")
+
+
+def job_config_info(graph: ArchivedExecutionGraph) -> dict[str, Any]:
+    """``GET /jobs/:jobid/config`` (Flink ``JobConfigInfo``); ``user-config`` is the job's
+    configuration, ``job-parallelism`` its ``parallelism.default`` (else its largest vertex)."""
+    conf = {str(k): str(v) for k, v in graph.configuration.items()}
+    try:
+        parallelism = int(conf.get("parallelism.default", ""))
+    except ValueError:
+        parallelism = max((v.parallelism for v in graph.vertices), default=-1)
+    return {
+        "jid": str(graph.job_id),
+        "name": graph.name,
+        "execution-config": {
+            "execution-mode": "BATCH" if graph.job_type is JobType.BATCH else "PIPELINED",
+            "restart-strategy": conf.get("restart-strategy.type",
+                                         conf.get("restart-strategy", "none")),
+            "job-parallelism": parallelism,
+            "object-reuse-mode": False,
+            "user-config": dict(sorted(conf.items())),
+        },
+    }
+
+
+def io_metrics_info(metrics: IOMetrics, complete: bool, busy_ms: float = 0.0) -> dict[str, Any]:
+    """Flink ``IOMetricsInfo``."""
+    return {
+        "read-bytes": metrics.bytes_in,
+        "read-bytes-complete": complete,
+        "write-bytes": metrics.bytes_out,
+        "write-bytes-complete": complete,
+        "read-records": metrics.records_in,
+        "read-records-complete": complete,
+        "write-records": metrics.records_out,
+        "write-records-complete": complete,
+        "accumulated-backpressured-time": 0,
+        "accumulated-idle-time": 0,
+        "accumulated-busy-time": float(busy_ms),
+    }
+
+
+def _times(execution: ArchivedExecution, now_ms: int) -> tuple[int, int, int]:
+    """(start, end, duration): start = DEPLOYING, end = terminal timestamp; -1 when not yet."""
+    start = int(execution.state_timestamps.get("DEPLOYING", 0)) or -1
+    end = execution.end_time() if execution.state.is_terminal() else -1
+    if start < 0:
+        return -1, end, -1
+    return start, end, (end if end >= 0 else now_ms) - start
+
+
+def _status_durations(execution: ArchivedExecution, now_ms: int) -> dict[str, int]:
+    """ms spent in each of CREATED..RUNNING (Flink ``status-duration``)."""
+    entered = sorted(((s, int(t)) for s, t in execution.state_timestamps.items()),
+                     key=lambda kv: kv[1])
+    durations = dict.fromkeys(_STATUS_DURATION_STATES, 0)
+    for i, (state, ts) in enumerate(entered):
+        if state not in durations:
+            continue
+        if i + 1 < len(entered):
+            durations[state] = entered[i + 1][1] - ts
+        elif state == execution.state.name:
+            durations[state] = now_ms - ts
+    return durations
+
+
+def _attempt_io(execution: ArchivedExecution, now_ms: int) -> dict[str, Any]:
+    busy = busy_time_ms(execution.state, execution.state_timestamps, now_ms)
+    return io_metrics_info(execution.metrics, execution.state.is_terminal(), busy)
+
+
+def subtask_attempt_details(job_id: JobID, execution: ArchivedExecution, now_ms: int,
+                            attempts: Iterable[int] = ()) -> dict[str, Any]:
+    """``GET .../subtasks/:i`` and ``.../subtasks/:i/attempts/:a``
+    (Flink ``SubtaskExecutionAttemptDetailsInfo``, plus the additions in the module docstring)."""
+    start, end, duration = _times(execution, now_ms)
+    tm = execution.task_manager
+    failure = execution.failure
+    return {
+        "subtask": execution.subtask_index,
+        "status": execution.state.name,
+        "attempt": execution.attempt_number,
+        "endpoint": tm or _UNASSIGNED,
+        "start-time": start,
+        "end-time": end,
+        "duration": duration,
+        "metrics": _attempt_io(execution, now_ms),
+        "taskmanager-id": tm or _UNASSIGNED,
+        "status-duration": _status_durations(execution, now_ms),
+        "other-concurrent-attempts": [],
+        "log-file": task_log_file_name_of(job_id, execution.attempt_id),
+        "log-url": task_log_url(tm, job_id, execution.attempt_id) if tm else None,
+        "failure": ({"class": failure.class_name, "message": failure.message}
+                    if failure is not None else None),
+        "attempts": sorted(set(attempts) | {execution.attempt_number}),
+    }
+
+
+def subtask_times_info(vertex: ArchivedJobVertex, now_ms: int) -> dict[str, Any]:
+    """``GET .../vertices/:vid/subtasktimes`` (Flink ``SubtasksTimesInfo``)."""
+    subtasks = []
+    for sub in sorted(vertex.subtasks, key=lambda s: s.subtask_index):
+        start, _end, duration = _times(sub, now_ms)
+        tm = sub.task_manager or _UNASSIGNED
+        subtasks.append({
+            "subtask": sub.subtask_index,
+            "endpoint": tm,
+            "duration": duration,
+            "timestamps": {s.name: int(sub.state_timestamps.get(s.name, 0)) for s in ExecutionState},
+            "attempt": sub.attempt_number,
+            "taskmanager-id": tm,
+        })
+    return {"id": str(vertex.id), "name": vertex.name, "now": now_ms, "subtasks": subtasks}
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    return aggregate(values, ("min", "max", "avg", "sum"))
+
+
+def _task_manager_entry(tm: str, subtasks: list[ArchivedExecution], now_ms: int) -> dict[str, Any]:
+    counts = {s.name: 0 for s in ExecutionState}
+    for sub in subtasks:
+        counts[sub.state.name] += 1
+    times = [_times(s, now_ms) for s in subtasks]
+    starts = [t[0] for t in times if t[0] >= 0]
+    start = min(starts) if starts else -1
+    all_terminal = all(s.state.is_terminal() for s in subtasks)
+    end = max(t[1] for t in times) if all_terminal and times else -1
+    duration = ((end if end >= 0 else now_ms) - start) if start >= 0 else -1
+    ios = [_attempt_io(s, now_ms) for s in subtasks]
+    total = IOMetrics(sum(s.metrics.records_in for s in subtasks),
+                      sum(s.metrics.records_out for s in subtasks),
+                      sum(s.metrics.bytes_in for s in subtasks),
+                      sum(s.metrics.bytes_out for s in subtasks))
+    durations = [_status_durations(s, now_ms) for s in subtasks]
+    return {
+        "endpoint": tm,
+        "taskmanager-id": tm,
+        "status": aggregate_vertex_state([s.state for s in subtasks]).name,
+        "start-time": start,
+        "end-time": end,
+        "duration": duration,
+        "metrics": io_metrics_info(total, all_terminal,
+                                   sum(io["accumulated-busy-time"] for io in ios)),
+        "status-counts": counts,
+        "aggregated": {
+            "metrics": {key: _stats([float(io[key]) for io in ios]) for key in _IO_NUMBERS},
+            "status-duration": {state: _stats([float(d[state]) for d in durations])
+                                for state in _STATUS_DURATION_STATES},
+        },
+    }
+
+
+def vertex_task_managers_info(vertex: ArchivedJobVertex, now_ms: int) -> dict[str, Any]:
+    """``GET .../vertices/:vid/taskmanagers`` (Flink ``JobVertexTaskManagersInfo``): the current
+    attempts grouped by TaskManager (unassigned ones under ``"(unassigned)"``)."""
+    by_tm: dict[str, list[ArchivedExecution]] = {}
+    for sub in sorted(vertex.subtasks, key=lambda s: s.subtask_index):
+        by_tm.setdefault(sub.task_manager or _UNASSIGNED, []).append(sub)
+    return {
+        "id": str(vertex.id),
+        "name": vertex.name,
+        "now": now_ms,
+        "taskmanagers": [_task_manager_entry(tm, subs, now_ms) for tm, subs in by_tm.items()],
+    }

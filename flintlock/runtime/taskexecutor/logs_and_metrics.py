@@ -1,0 +1,77 @@
+"""What a TaskExecutor keeps for observability: its log files and its tasks' metrics.
+
+- Log files: ``services["logs"]`` (the TaskManager process's ``LogDirectory``, with its process
+  log) or, when absent (a MiniCluster), a directory of its own: ``env.log.dir`` when set, else a
+  temporary directory removed by ``close()``. Tasks find it as ``services["task_logs"]`` and write
+  their per-attempt task logs into it.
+- Task metrics: a ``TaskMetricStore`` fed with every deployment and state change.
+
+Used only from the TaskExecutor's mailbox (file reads run in a worker thread).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from flintlock.config.configuration import Configuration
+from flintlock.config.options import LOG_DIR
+from flintlock.runtime.concurrency import run_blocking
+from flintlock.runtime.deployment import TaskDeploymentDescriptor
+from flintlock.runtime.logs.files import LogChunk, LogDirectory, LogInfo
+from flintlock.runtime.metrics.process import process_stats
+from flintlock.runtime.metrics.task_manager_metrics import (
+    TaskManagerMetricsSnapshot,
+    TaskMetricStore,
+)
+from flintlock.runtime.taskmanager.task_execution_state import TaskExecutionState
+
+__all__ = ["TaskExecutorLogsAndMetrics"]
+
+
+class TaskExecutorLogsAndMetrics:
+    """Log files and task metrics of one TaskExecutor.
+
+    Args:
+        services: the TaskManager services (``"logs"`` is used when present).
+        configuration: ``env.log.dir``.
+    """
+
+    def __init__(self, services: Mapping[str, Any], configuration: Configuration) -> None:
+        given = services.get("logs")
+        self._owns_logs = not isinstance(given, LogDirectory)
+        if isinstance(given, LogDirectory):
+            self.logs = given
+        elif configuration.get(LOG_DIR):
+            self.logs = LogDirectory(configuration.get(LOG_DIR))
+        else:
+            self.logs = LogDirectory.temporary("flintlock-taskmanager-logs-")
+        #: the services handed to tasks: the TaskManager's, plus where task logs go
+        self.task_services: Mapping[str, Any] = {**services, "task_logs": self.logs}
+        self.task_metrics = TaskMetricStore()
+
+    def task_deployed(self, tdd: TaskDeploymentDescriptor) -> None:
+        self.task_metrics.task_deployed(tdd)
+
+    def task_state_changed(self, state: TaskExecutionState, now_ms: int) -> None:
+        io = state.result.metrics if state.result is not None else None
+        self.task_metrics.task_state_changed(state.job_id, state.attempt_id, state.state, io, now_ms)
+
+    async def log_list(self) -> tuple[LogInfo, ...]:
+        return await run_blocking(self.logs.list_logs)
+
+    async def log(self, name: str | None, start: int, count: int) -> LogChunk:
+        return await run_blocking(self.logs.read, name, int(start), int(count))
+
+    def snapshot(self, resource_id: str, now_ms: int, slots_total: int, slots_available: int,
+                 running_tasks: int) -> TaskManagerMetricsSnapshot:
+        return TaskManagerMetricsSnapshot(
+            resource_id=resource_id, now_ms=now_ms, process=process_stats(),
+            slots_total=slots_total, slots_available=slots_available,
+            running_tasks=running_tasks, tasks=self.task_metrics.samples(),
+        )
+
+    def close(self) -> None:
+        """Remove the log directory if it is this TaskExecutor's own temporary one."""
+        if self._owns_logs:
+            self.logs.close()
