@@ -7,6 +7,7 @@ JobMaster, two TaskExecutors, Spark), and compares with DuckDB's answer on the s
 
 from __future__ import annotations
 
+import decimal
 import math
 from pathlib import Path
 from typing import Any
@@ -195,3 +196,74 @@ def test_collection_and_sequence_sources() -> None:
     assert got == [("a", 4), ("b", 2)]
     total = env.from_sequence(1, 1000).agg(F.sum("id").alias("s"), F.count("*").alias("n"))
     assert _rows(total.execute_and_collect()) == [(500500, 1000)]
+
+
+@pytest.mark.parametrize("how", ["inner", "left", "anti"])
+def test_broadcast_join_hint_chains_the_join_to_the_probe_side(tables: dict[str, str], how: str) -> None:
+    cols = ["o_id", "c_name"] if how != "anti" else ["o_id", "o_cust"]
+
+    def build(env: StreamExecutionEnvironment) -> Any:
+        orders = env.from_source(FileSource.parquet(tables["orders"]), "orders")
+        customers = env.from_source(FileSource.parquet(tables["customers"]), "customers")
+        return (orders.filter("o_status <> 'P'")
+                .join(customers.filter("c_region <> 'US'").broadcast(), left_on="o_cust",
+                      right_on="c_id", how=how)
+                .select(*cols).sort("o_id"))
+
+    plan_env = _env()
+    build(plan_env).print()
+    names = [v.name for v in plan_env.get_job_graph().vertices]
+    assert "Source: orders -> Filter -> Join -> Select" in names  # orders cross no exchange
+    got = _rows(build(_env()).execute_and_collect())
+    duck_join = {"inner": "join", "left": "left join", "anti": "anti join"}[how]
+    want = _duck(f"select {', '.join(cols)} from (select * from {{orders}} where o_status <> 'P') "
+                 f"{duck_join} (select * from {{customers}} where c_region <> 'US') on o_cust = c_id "
+                 "order by o_id", orders=tables["orders"], customers=tables["customers"])
+    _close(got, want)
+
+
+@pytest.fixture(scope="module")
+def amounts(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """1500 rows in 3 files: a DECIMAL(15,2) with nulls, an int with nulls, a string key."""
+    d = tmp_path_factory.mktemp("amounts")
+    n = 1500
+    table = pa.table({
+        "k": pa.array([f"g{i % 7}" for i in range(n)], pa.string()),
+        "amount": pa.array([None if i % 13 == 0 else decimal.Decimal(f"{(i * 37) % 1000}.{i % 100:02d}")
+                            for i in range(n)], pa.decimal128(15, 2)),
+        "qty": pa.array([None if i % 5 == 0 else i % 50 for i in range(n)], pa.int32()),
+    })
+    for p in range(3):
+        pq.write_table(table.slice(p * 500, 500), d / f"part-{p}.parquet")
+    return str(d)
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "global"])
+def test_two_phase_aggregation_equals_one_phase_and_duckdb(amounts: str, keyed: bool) -> None:
+    def build(env: StreamExecutionEnvironment) -> Any:
+        src = env.from_source(FileSource.parquet(amounts), "amounts").filter("qty IS NULL OR qty < 45")
+        aggs = (F.sum("amount").alias("total"), F.avg("amount").alias("mean"),
+                F.avg("qty").alias("mean_qty"), F.count("qty").alias("n_qty"),
+                F.count(F.lit(1)).alias("n"), F.min("amount").alias("low"),
+                F.max("k").alias("top"))
+        return src.key_by("k").agg(*aggs).sort("k") if keyed else src.agg(*aggs)
+
+    def run(strategy: str) -> tuple[list[tuple[Any, ...]], list[str]]:
+        plan_env = _env().configure({"table.optimizer.agg-phase-strategy": strategy})
+        build(plan_env).print()
+        names = [v.name for v in plan_env.get_job_graph().vertices]
+        env = _env().configure({"table.optimizer.agg-phase-strategy": strategy})
+        return _rows(build(env).execute_and_collect()), names
+
+    two, two_names = run("AUTO")
+    one, one_names = run("ONE_PHASE")
+    local = "LocalKeyedAggregate" if keyed else "LocalAggregate"
+    assert any(local in n for n in two_names) and not any(local in n for n in one_names)
+    assert two == one  # same values, same decimal scales
+    group = "group by k order by k" if keyed else ""
+    keys = "k, " if keyed else ""
+    want = _duck(f"select {keys}sum(amount), avg(amount), avg(qty), count(qty), count(*), min(amount), "
+                 f"max(k) from {{amounts}} where qty is null or qty < 45 {group}", amounts=amounts)
+    got = [tuple(float(x) if isinstance(x, decimal.Decimal) else x for x in r) for r in two]
+    want = [tuple(float(x) if isinstance(x, decimal.Decimal) else x for x in r) for r in want]
+    _close(got, want)

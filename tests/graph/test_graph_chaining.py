@@ -103,3 +103,40 @@ def test_compiler_modules_import_on_their_own_without_pyspark(module: str) -> No
     code = f"import sys, {module}; assert 'pyspark' not in sys.modules, 'pyspark imported'"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def _bjoin(nid: int, side: str = "right", how: str = "inner"):
+    from flintlock.runtime.operators.specs import JoinSpec
+
+    return node(nid, JoinSpec(how, ("k",), ("k",), side))
+
+
+BC, HASH, FWD = ShipStrategy.BROADCAST, ShipStrategy.HASH, ShipStrategy.FORWARD
+
+
+def test_broadcast_join_chains_to_its_probe_side_and_comes_after_the_broadcast_producer() -> None:
+    # probe source 1 -> filter 2 -> join 4 (chained); source 3 broadcast into join 4
+    g = graph([source(1), node(2), source(3), _bjoin(4), sink(5)],
+              [edge(1, 2), edge(2, 4, FWD, type_number=0), edge(3, 4, BC, type_number=1),
+               edge(4, 5)])
+    assert [(c.head, c.nodes) for c in compute_chains(g)] == [(3, (3,)), (1, (1, 2, 4, 5))]
+
+
+@pytest.mark.parametrize(("side", "probe", "build"), [
+    ("right", FWD, HASH),        # the build side is not broadcast
+    ("", FWD, BC),               # a hash join
+    ("left", FWD, BC),           # the BROADCAST edge is not the declared build side
+])
+def test_join_stays_a_head_unless_its_build_side_is_broadcast(side: str, probe, build) -> None:
+    g = graph([source(1), source(3), _bjoin(4, side), sink(5)],
+              [edge(1, 4, probe, type_number=0), edge(3, 4, build, type_number=1), edge(4, 5)])
+    assert [(c.head, c.nodes) for c in compute_chains(g)] == [(1, (1,)), (3, (3,)), (4, (4, 5))]
+
+
+def test_broadcast_join_whose_chain_would_depend_on_itself_stays_a_head() -> None:
+    # 1 -> 2 (HASH) -> broadcast into 4; 1 -> 4 probe: chaining 4 to 1 would make 1's vertex wait
+    # for 2's, which waits for 1's
+    g = graph([source(1), node(2), _bjoin(4), sink(5)],
+              [edge(1, 2, HASH), edge(1, 4, FWD, type_number=0), edge(2, 4, BC, type_number=1),
+               edge(4, 5)])
+    assert [(c.head, c.nodes) for c in compute_chains(g)] == [(1, (1,)), (2, (2,)), (4, (4, 5))]

@@ -14,10 +14,15 @@ Decomposable (``DECOMPOSABLE``), and how each call is split (partial columns -> 
 - ``count(...)`` / ``count_if(c)`` -> same call -> ``coalesce(sum, 0)`` (BIGINT NOT NULL, as count).
 - ``min``/``max``/``bool_and``/``every``/``bool_or``/``some`` -> same call -> same call.
 - ``avg(x)`` / ``mean(x)`` -> ``sum``, ``count`` (and, for DECIMAL ``x``, a typed NULL column that
-  carries ``x``'s type to the consumer) -> Spark's own ``Average`` evaluation: DECIMAL:
-  ``cast(try_divide(cast(sum as decimal(P, s)), cast(count as decimal(20, 0))) as
-  decimal(min(38, p + 4), min(38, s + 4)))``; intervals: ``sum / count``; anything else: the sum of
+  carries ``x``'s type to the consumer) -> Spark 4's own ``Average`` evaluation: DECIMAL(p, s):
+  ``sum / count`` rounded HALF_UP at scale s + 4 (``try_divide`` of the sum as DECIMAL(34, s) by
+  the count as DECIMAL(20, 0), whose result type has exactly that scale, then cast to
+  ``decimal(p + 4, s + 4)``); intervals: ``sum / count``; anything else: the sum of
   ``cast(x as double)`` divided by the count.
+
+The local phase learns the ``avg`` argument types at run time; when one has no exact split
+(``avg_form``: a DECIMAL with s < 2 or p > 24, or a type ``avg`` does not average), it passes its
+rows on unchanged and the global phase, seeing no partial columns, aggregates them in one phase.
 
 An aggregate Column can be decomposed when it carries a name (``.alias(...)``; Spark's generated
 names cannot be reproduced client-side), contains no SQL string (``F.expr``), no DISTINCT call and
@@ -37,6 +42,7 @@ Uses PySpark 4.3.0 Connect internals (``Column._expr`` and the expression classe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -103,13 +109,14 @@ class TwoPhasePlan:
 
     Attributes:
         names: the output name of each aggregate Column, in order.
-        calls: the distinct aggregate calls, in order of first appearance.
+        calls: the aggregate calls, in order of appearance (one per call expression object: two
+            calls that only look alike, ``sum(lit(1))`` and ``sum(lit('1'))``, stay apart).
     """
 
     names: tuple[str, ...]
     calls: tuple[AggregateCall, ...]
     _exprs: tuple[Any, ...]
-    _keys: Mapping[str, int]
+    _keys: Mapping[int, int]
 
 
 def _expr_module() -> Any:
@@ -118,8 +125,9 @@ def _expr_module() -> Any:
     return E
 
 
-def _call_key(kind: str, expr: Any) -> str:
-    return f"{kind}:{expr!r}"
+def _call_key(expr: Any) -> int:
+    """Calls are told apart by identity; the plan lives as long as the Columns it was made from."""
+    return id(expr)
 
 
 class _NotDecomposable(Exception):
@@ -136,7 +144,7 @@ def plan_two_phase(aggregates: Sequence[Any]) -> tuple[TwoPhasePlan | None, str]
     names: list[str] = []
     exprs: list[Any] = []
     calls: list[AggregateCall] = []
-    keys: dict[str, int] = {}
+    keys: dict[int, int] = {}
 
     def visit(expr: Any, inside_call: bool) -> None:
         if isinstance(expr, E.UnresolvedFunction):
@@ -146,7 +154,7 @@ def plan_two_phase(aggregates: Sequence[Any]) -> tuple[TwoPhasePlan | None, str]
                     raise _NotDecomposable(f"{expr!r} is DISTINCT")
                 for arg in expr._args:
                     visit(arg, True)
-                key = _call_key(kind, expr)
+                key = _call_key(expr)
                 if key not in keys:
                     keys[key] = len(calls)
                     calls.append(AggregateCall(len(calls), kind, expr._name, tuple(expr._args)))
@@ -250,12 +258,13 @@ def avg_form(t: Any) -> str | None:
     return None
 
 
-def merge_columns(plan: TwoPhasePlan, input_types: Mapping[str, Any]) -> list[Any] | None:
+def merge_columns(plan: TwoPhasePlan, input_types: Mapping[str, str]) -> list[Any] | None:
     """The final aggregate Columns of the global phase (same names and types as one phase).
 
     Args:
         plan: from ``plan_two_phase``.
-        input_types: column name -> Spark ``DataType`` of the global phase's input.
+        input_types: column name -> type of the global phase's input, as Spark's
+            ``DataType.simpleString()`` (``"decimal(25,2)"``, ``"bigint"``).
 
     Returns:
         The Columns, or None when the input holds raw rows (the local phase passed them on), so
@@ -278,29 +287,35 @@ def _lookup(expr: Any, plan: TwoPhasePlan, merged: Mapping[int, Any]) -> Any | N
     name = getattr(expr, "_name", None)
     if not isinstance(name, str) or name not in DECOMPOSABLE:
         return None
-    index = plan._keys.get(_call_key(DECOMPOSABLE[name], expr))
+    index = plan._keys.get(_call_key(expr))
     return None if index is None else merged[index]
 
 
-def _merge(c: AggregateCall, types: Mapping[str, Any]) -> Any:
+_DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
+
+
+def _decimal(type_text: str | None) -> tuple[int, int] | None:
+    m = _DECIMAL.match((type_text or "").strip().lower())
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _merge(c: AggregateCall, types: Mapping[str, str]) -> Any:
     from pyspark.sql import functions as F
-    from pyspark.sql.types import DecimalType
 
     if c.kind == "avg":
         total, count = F.sum(F.col(c.column("s"))), F.sum(F.col(c.column("c")))
-        arg_type = types.get(c.column("t"))
-        if isinstance(arg_type, DecimalType):
-            p, s = arg_type.precision, arg_type.scale
-            quotient = F.try_divide(total.cast(DecimalType(34, s)), count.cast(DecimalType(20, 0)))
-            return quotient.cast(DecimalType(min(38, p + 4), min(38, s + 4)))
-        sum_type = types.get(c.column("s"))
-        if sum_type is not None and "interval" in sum_type.simpleString():
+        arg = _decimal(types.get(c.column("t")))
+        if arg is not None:
+            p, s = arg
+            quotient = F.try_divide(total.cast(f"decimal(34,{s})"), count.cast("decimal(20,0)"))
+            return quotient.cast(f"decimal({min(38, p + 4)},{min(38, s + 4)})")
+        if types.get(c.column("s"), "").strip().lower().startswith("interval"):
             return F.when(count > 0, total / count)
         return F.try_divide(total, count.cast("double"))
     v = F.col(c.column("v"))
     if c.kind == "sum":
-        t = types.get(c.column("v"))
-        return F.sum(v).cast(t) if isinstance(t, DecimalType) else F.sum(v)
+        d = _decimal(types.get(c.column("v")))
+        return F.sum(v).cast(f"decimal({d[0]},{d[1]})") if d is not None else F.sum(v)
     if c.kind == "count":
         return F.coalesce(F.sum(v), F.lit(0).cast("bigint"))
     return getattr(F, c.kind)(v)

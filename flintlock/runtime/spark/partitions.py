@@ -156,11 +156,13 @@ def write_partition(
 
 @dataclass(frozen=True)
 class GateRead:
-    """A gate's DataFrame plus what it reads (rows and bytes, from the producers' statistics)."""
+    """A gate's DataFrame plus what it reads (rows and bytes, from the producers' statistics)
+    and its schema as a DDL string (``""`` when unknown)."""
 
     df: Any
     rows: int
     bytes: int
+    schema: str = ""
 
 
 def read_gate(spark: Any, gate: InputGateDeploymentDescriptor) -> GateRead:
@@ -194,11 +196,11 @@ def read_gate(spark: Any, gate: InputGateDeploymentDescriptor) -> GateRead:
     file_schema = _SP_FIELD.sub(lambda m: f"{m.group(1)}`{_SHADOW}` ", schema) if shadow else schema
     if not dirs:
         df = spark.createDataFrame([], schema=schema)
-        return GateRead(df, 0, 0)
+        return GateRead(df, 0, 0, schema)
     df = spark.read.schema(file_schema).parquet(*dirs)
     if shadow:
         df = df.withColumnRenamed(_SHADOW, SUBPARTITION_COLUMN)
-    return GateRead(df, rows, size)
+    return GateRead(df, rows, size, schema)
 
 
 def owner_of_missing_path(gate: InputGateDeploymentDescriptor, message: str) -> PartitionLocation | None:

@@ -10,7 +10,7 @@ import json
 import threading
 from typing import Any
 
-__all__ = ["arrow_schema", "parse_ddl", "struct_from_json", "struct_to_ddl"]
+__all__ = ["arrow_schema", "ddl_field_types", "parse_ddl", "struct_from_json", "struct_to_ddl"]
 
 _cache: dict[str, Any] = {}
 _cache_lock = threading.Lock()
@@ -29,6 +29,47 @@ def struct_to_ddl(struct: Any) -> str:
             text += " NOT NULL"
         parts.append(text)
     return ", ".join(parts)
+
+
+def ddl_field_types(ddl: str) -> dict[str, str]:
+    """Field name -> type text of a ``struct_to_ddl`` string, parsed locally (no round trip).
+
+    ``"`a` int NOT NULL, `b` decimal(25,2)"`` -> ``{"a": "int", "b": "decimal(25,2)"}``; commas
+    inside a type's parentheses or angle brackets do not split fields.
+    """
+    out: dict[str, str] = {}
+    i, n = 0, len(ddl)
+    while i < n:
+        while i < n and ddl[i] in " ,":
+            i += 1
+        if i >= n:
+            break
+        if ddl[i] == "`":  # quoted name; `` is an escaped backquote
+            j, name = i + 1, []
+            while j < n:
+                if ddl[j] == "`" and ddl[j + 1:j + 2] == "`":
+                    name.append("`")
+                    j += 2
+                elif ddl[j] == "`":
+                    break
+                else:
+                    name.append(ddl[j])
+                    j += 1
+            field, i = "".join(name), j + 1
+        else:
+            j = ddl.index(" ", i)
+            field, i = ddl[i:j], j
+        depth, j = 0, i
+        while j < n and not (ddl[j] == "," and depth == 0):
+            depth += ddl[j] in "(<"
+            depth -= ddl[j] in ")>"
+            j += 1
+        text = ddl[i:j].strip()
+        if text.upper().endswith(" NOT NULL"):
+            text = text[: -len(" NOT NULL")].rstrip()
+        out[field] = text
+        i = j + 1
+    return out
 
 
 def struct_from_json(text: str) -> Any:

@@ -8,8 +8,9 @@ vertex produces partitions, ``"shuffle_dir"`` (str, local path or URI).
 One attempt = Spark operations under one tag (derived from ``str(attempt_id)``; ``addTag`` is
 thread-local in the Connect client, so only this thread's operations carry it). ``cancel()`` sets a
 flag and calls ``interruptTag``; ``invoke()`` then raises ``TaskCancelledError``. Each output is
-one DataFrame plan ending in its partition write; each sink one plan ending in its write (shared
-upstream operators are recomputed per output: no caching yet).
+one DataFrame plan ending in its partition write; each sink one plan ending in its write. An
+operator several of them share is persisted for the task when recomputing it would cost more than
+reading a cached copy (``chain_translator.shared_nodes_to_cache``), then unpersisted.
 
 Follows Flink ``runtime/tasks/StreamTask`` (invoke/cancel) and ``ResultPartitionWriter``.
 """
@@ -32,6 +33,7 @@ from flintlock.runtime.shuffle.layout import partition_uri, release_partitions
 from flintlock.runtime.spark.chain_translator import (
     TranslatedChain,
     operator_error,
+    shared_nodes_to_cache,
     translate_chain,
 )
 from flintlock.runtime.spark.connector_io import write_sink
@@ -40,7 +42,12 @@ from flintlock.runtime.spark.errors import (
     describe_spark_error,
     is_analysis_error,
 )
-from flintlock.runtime.spark.partitions import owner_of_missing_path, read_gate, write_partition
+from flintlock.runtime.spark.partitions import (
+    GateRead,
+    owner_of_missing_path,
+    read_gate,
+    write_partition,
+)
 from flintlock.runtime.taskmanager.invokable import RuntimeEnvironment, TaskCancelledError
 from flintlock.runtime.taskmanager.task_execution_state import IOMetrics, TaskResult
 
@@ -192,15 +199,14 @@ class SparkStreamTask:
             )
         return chain
 
-    def _read_gate(self, spark: Any, index: int) -> tuple[Any, int, int]:
+    def _read_gate(self, spark: Any, index: int) -> GateRead:
         gates = self._tdd.input_gates
         if index >= len(gates):
             raise OperatorException(
                 f"vertex '{self._tdd.vertex_name}' reads input gate {index} but was deployed "
                 f"with {len(gates)} gates", non_recoverable=True,
             )
-        read = read_gate(spark, gates[index])
-        return read.df, read.rows, read.bytes
+        return read_gate(spark, gates[index])
 
     def _partition_for(self, index: int, output: OutputSpec) -> ResultPartitionDeploymentDescriptor:
         for rpdd in self._tdd.produced_partitions:
@@ -209,6 +215,19 @@ class SparkStreamTask:
         return self._tdd.produced_partitions[index]
 
     def _execute(self, chain: OperatorChain, tc: TranslatedChain, written: list[str]) -> TaskResult:
+        actions = [n for _, n in tc.outputs] + [n for _, n, _ in tc.sinks]
+        cached = [tc.frames[i].persist() for i in shared_nodes_to_cache(chain, actions)]
+        try:
+            return self._execute_actions(chain, tc, written)
+        finally:
+            for df in cached:
+                try:
+                    df.unpersist()
+                except Exception:
+                    log.debug("unpersist failed", exc_info=True)
+
+    def _execute_actions(self, chain: OperatorChain, tc: TranslatedChain,
+                         written: list[str]) -> TaskResult:
         tdd = self._tdd
         locations = []
         records_out = bytes_out = 0
