@@ -40,3 +40,37 @@ def spark_provider(spark):
     from flintlock.runtime.spark.session import SparkSessionProvider
 
     return SparkSessionProvider.wrap(spark)
+
+
+#: how long Spark jobs may take to end after a test (a cancelled job's Python workers are killed
+#: after ``spark.python.task.killTimeout``, 2 s)
+_LEFTOVER_SPARK_JOBS_DEADLINE_S = 20.0
+
+
+@pytest.fixture(autouse=True)
+def no_spark_jobs_left_behind(request):
+    """After each ``spark`` test, no Spark job may still run on this process's embedded server.
+
+    A job left running (e.g. a cancellation that did not reach Spark) would hold the shared
+    session's cores and time out every later test; instead the test that left it fails here,
+    naming the jobs, and they are cancelled.
+    """
+    yield
+    if request.node.get_closest_marker("spark") is None:
+        return
+    from flintlock.runtime.spark.session import _local_server, embedded_active_job_ids
+
+    if embedded_active_job_ids() is None:
+        return
+
+    def no_jobs() -> bool:
+        return not embedded_active_job_ids()
+
+    try:
+        from flintlock.testing.waiting import wait_until_sync
+
+        wait_until_sync(no_jobs, _LEFTOVER_SPARK_JOBS_DEADLINE_S, interval_s=0.05,
+                        describe=lambda: f"active Spark jobs {embedded_active_job_ids()}")
+    except AssertionError as exc:
+        _local_server["classic"].sparkContext.cancelAllJobs()
+        pytest.fail(f"the test left Spark jobs running (now cancelled): {exc}")

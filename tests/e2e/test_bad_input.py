@@ -13,6 +13,7 @@ from flintlock import Configuration, RuntimeExecutionMode, StreamExecutionEnviro
 from flintlock.client.job_client import JobExecutionException
 from flintlock.connectors import FileSink, FileSource
 from flintlock.runtime.jobgraph.types import JobStatus
+from flintlock.runtime.spark.session import embedded_active_job_ids
 from flintlock.testing.waiting import wait_until_sync
 
 pytestmark = [pytest.mark.spark]
@@ -108,6 +109,9 @@ def test_cancelling_a_running_job_through_the_job_client(tmp_path: Path) -> None
     assert client.get_job_status() is JobStatus.CANCELED
     assert time.monotonic() - started < 30, "cancellation took too long"
     assert _no_task_threads() == []
+    # the cancellation reached Spark: no job of the cancelled tasks still holds the cores
+    wait_until_sync(lambda: embedded_active_job_ids() == [], 15, interval_s=0.05,
+                    describe=embedded_active_job_ids)
     # the cluster and its Spark session still work after the cancellation
     assert [tuple(r) for r in env.from_sequence(1, 3).sort("id").execute_and_collect()] == [(1,), (2,), (3,)]
     assert not (tmp_path / "never").exists() or not any((tmp_path / "never").iterdir())

@@ -12,7 +12,8 @@
 
 Pyspark internals used (4.3.0): ``pyspark.sql.connect.session.SparkSession._start_connect_server``
 (what ``builder.remote("local")`` calls) and ``SparkConnectService.localPort()`` through Py4J (what
-pyspark's own tests use to find an ephemeral port).
+pyspark's own tests use to find an ephemeral port); ``ExecuteSessionTag`` through Py4J to name the
+Spark job tag of a Connect operation tag (``cancel_jobs_with_connect_tag``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ from typing import Any
 
 from flintlock.config import Configuration
 
-__all__ = ["SparkSessionProvider", "default_spark_settings"]
+__all__ = [
+    "SparkSessionProvider",
+    "cancel_jobs_with_connect_tag",
+    "default_spark_settings",
+    "embedded_active_job_ids",
+]
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +146,46 @@ def _start_local_server(master: str, settings: dict[str, str]) -> int:
         port = int(getattr(service, "MODULE$").localPort())
         _local_server.update(master=master, port=port, classic=classic)
         return port
+
+
+def cancel_jobs_with_connect_tag(session: Any, tag: str, reason: str) -> bool:
+    """Cancel the running Spark jobs of ``session``'s operations tagged ``tag`` (``addTag``).
+
+    ``interruptTag`` is one-shot on the server: it interrupts the operation's execution thread
+    once (Spark Connect ``ExecuteThreadRunner.interrupt``), and an interrupt that lands while the
+    operation is still being planned can be swallowed, leaving its Spark job running with nothing
+    left to stop it. Every Spark job of a tagged operation also carries the job tag
+    ``ExecuteSessionTag(userId, sessionId, tag)``, so the SparkContext can cancel it directly.
+    Only possible with the embedded server of this process (not with ``spark.remote``).
+
+    Returns:
+        True when the cancellation was sent to the embedded server's SparkContext, False when
+        there is no embedded server in this process (or Py4J failed; logged at debug).
+    """
+    classic = _local_server.get("classic")
+    if classic is None:
+        return False
+    try:
+        jvm = classic._jvm
+        tags = getattr(jvm, "org.apache.spark.sql.connect.service.ExecuteSessionTag$")
+        user_id = getattr(session.client, "_user_id", None) or ""
+        job_tag = getattr(tags, "MODULE$").apply(user_id, session.session_id, tag)
+        classic.sparkContext._jsc.sc().cancelJobsWithTag(job_tag, reason)
+        return True
+    except Exception:
+        log.debug("cancelling the Spark jobs tagged %s failed", tag, exc_info=True)
+        return False
+
+
+def embedded_active_job_ids() -> list[int] | None:
+    """Ids of the Spark jobs running on this process's embedded server (None: no server here).
+
+    What tests use to show that a cancelled or failed job left no Spark work behind.
+    """
+    classic = _local_server.get("classic")
+    if classic is None:
+        return None
+    return sorted(int(i) for i in classic.sparkContext.statusTracker().getActiveJobsIds())
 
 
 class SparkSessionProvider:

@@ -7,7 +7,9 @@ vertex produces partitions, ``"shuffle_dir"`` (str, local path or URI).
 
 One attempt = Spark operations under one tag (derived from ``str(attempt_id)``; ``addTag`` is
 thread-local in the Connect client, so only this thread's operations carry it). ``cancel()`` sets a
-flag and calls ``interruptTag``; ``invoke()`` then raises ``TaskCancelledError``. Each output is
+flag and, until ``invoke()`` returned, repeats ``interruptTag`` and cancels the tag's Spark jobs on
+the embedded server (an interrupt swallowed during planning would leave the job running);
+``invoke()`` then raises ``TaskCancelledError``. Each output is
 one DataFrame plan ending in its partition write; each sink one plan ending in its write. An
 operator several of them share is persisted for the task when recomputing it would cost more than
 reading a cached copy (``chain_translator.shared_nodes_to_cache``), then unpersisted.
@@ -48,6 +50,7 @@ from flintlock.runtime.spark.partitions import (
     read_gate,
     write_partition,
 )
+from flintlock.runtime.spark.session import cancel_jobs_with_connect_tag
 from flintlock.runtime.taskmanager.invokable import RuntimeEnvironment, TaskCancelledError
 from flintlock.runtime.taskmanager.task_execution_state import IOMetrics, TaskResult
 
@@ -108,6 +111,7 @@ class SparkStreamTask:
 
     def _interrupt_until_done(self) -> None:
         deadline = time.monotonic() + _INTERRUPT_DEADLINE_S
+        reason = f"{self._tdd.task_name_with_subtask()} was cancelled"
         while not self._done.is_set() and time.monotonic() < deadline:
             with self._lock:
                 spark = self._spark
@@ -116,6 +120,9 @@ class SparkStreamTask:
                     spark.interruptTag(self._tag)
                 except Exception:
                     log.debug("interruptTag(%s) failed", self._tag, exc_info=True)
+                # the server interrupts an operation only once; a swallowed interrupt leaves
+                # its Spark job running, so cancel the tagged jobs themselves too
+                cancel_jobs_with_connect_tag(spark, self._tag, reason)
             self._done.wait(_INTERRUPT_INTERVAL_S)
 
     def _is_cancelled(self) -> bool:
