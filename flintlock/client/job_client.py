@@ -127,6 +127,9 @@ class JobClient(Protocol):
 
 #: how often a waiting client without progress bars looks for failures and restarts (seconds)
 _REPORT_INTERVAL_S = 0.25
+#: the result poll backs off from 5 ms to this (a poll of a running job costs the JobManager well
+#: under 1 ms; Flink's RestClusterClient backs off to 2 s, which short batch jobs would pay)
+_MAX_POLL_INTERVAL_S = 0.05
 
 
 class PollingJobClient:
@@ -205,7 +208,7 @@ class PollingJobClient:
                 look()
                 next_look = now + _REPORT_INTERVAL_S
             time.sleep(interval)
-            interval = min(interval * 2, 0.1)
+            interval = min(interval * 2, _MAX_POLL_INTERVAL_S)
         look()  # failures and restarts since the last look (the end line follows)
         return holder[0]
 
