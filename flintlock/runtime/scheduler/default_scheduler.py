@@ -5,8 +5,9 @@ synchronous state machine in the style of dask's ``WorkerState``: the JobMaster 
 (``handle``) and slot offers (``offer_slots``) on its mailbox and carries out the returned
 ``Command``s. No asyncio, no I/O; time comes from the injected clock (``monotonic()`` seconds,
 ``now_ms()`` epoch ms). It coordinates pure helpers: ``ExecutionFailureHandler`` and
-``PendingRestarts`` (failover), ``SharedSlotRequests`` (slot sharing bookkeeping) and
-``job_termination`` (sink work, partitions to release, JobResult).
+``PendingRestarts`` (failover), ``SharedSlotRequests`` (slot sharing bookkeeping),
+``ExecutionDeployer`` (slot allocation and bulk deployment, mixed in) and ``job_termination``
+(sink work, partitions to release, JobResult).
 
 Life of a region (one bulk):
   strategy says schedule -> executions CREATED->SCHEDULED -> one slot request per shared slot
@@ -36,7 +37,7 @@ from typing import Any, Protocol
 from flintlock.config import options
 from flintlock.config.configuration import Configuration
 from flintlock.runtime.executiongraph.archived import ExceptionHistoryEntry, JobResult
-from flintlock.runtime.executiongraph.execution import Execution, SlotAssignment
+from flintlock.runtime.executiongraph.execution import Execution
 from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
 from flintlock.runtime.executiongraph.failover.execution_failure_handler import (
     ExecutionFailureHandler,
@@ -51,7 +52,6 @@ from flintlock.runtime.executiongraph.failover.restart_backoff import (
 )
 from flintlock.runtime.ids import (
     ExecutionAttemptID,
-    ExecutionVertexID,
     IntermediateResultPartitionID,
     JobVertexID,
     ResourceID,
@@ -65,6 +65,7 @@ from flintlock.runtime.scheduler.exceptions import (
     NoResourceAvailableException,
     TaskManagerLostException,
 )
+from flintlock.runtime.scheduler.execution_deployer import ExecutionDeployer
 from flintlock.runtime.scheduler.job_termination import (
     create_job_result,
     partitions_to_release,
@@ -77,7 +78,6 @@ from flintlock.runtime.scheduler.messages import (
     Command,
     DeclareResources,
     DeploymentFailed,
-    DeployTask,
     Event,
     FailJob,
     FinalizeSinks,
@@ -95,14 +95,9 @@ from flintlock.runtime.scheduler.messages import (
     TaskManagerLost,
 )
 from flintlock.runtime.scheduler.shared_slot_requests import (
-    SharedSlotRequest,
     SharedSlotRequests,
 )
 from flintlock.runtime.scheduler.strategy import PipelinedRegionSchedulingStrategy, ScheduleRegion
-from flintlock.runtime.scheduler.tdd_factory import (
-    MissingPartitionLocation,
-    create_task_deployment_descriptor,
-)
 from flintlock.runtime.taskexecutor.gateway import SlotOffer
 from flintlock.runtime.taskmanager.task_execution_state import SerializedError, TaskExecutionState
 
@@ -119,7 +114,7 @@ class SchedulerClock(Protocol):
     def now_ms(self) -> int: ...
 
 
-class DefaultScheduler:
+class DefaultScheduler(ExecutionDeployer):
     """Schedules, deploys, fails over and finishes one job.
 
     Args:
@@ -393,71 +388,6 @@ class DefaultScheduler:
     def _schedule(self, commands: list[ScheduleRegion]) -> None:
         for command in commands:
             self._allocate_slots_and_deploy(command.vertices)
-
-    def _allocate_slots_and_deploy(self, vertex_ids: tuple[ExecutionVertexID, ...]) -> None:
-        executions = [self.graph.vertex(v).current_execution for v in vertex_ids]
-        for e in executions:
-            self._transition(e, ExecutionState.SCHEDULED, "region scheduled")
-        groups: dict[tuple[str, int], list[Execution]] = {}
-        for e in executions:
-            ssg = self.graph.vertex(e.attempt_id.execution_vertex_id).job_vertex.job_vertex.slot_sharing_group
-            groups.setdefault((ssg, e.subtask_index), []).append(e)
-        requests = self._shared.add_bulk({e.attempt_id for e in m} for m in groups.values())
-        for request in requests:
-            slot = self.pool.request_slot(request.id)
-            if slot is not None:
-                self._assign(request, slot)
-        self._deploy_ready_bulks()
-
-    def _assign(self, request: SharedSlotRequest, slot: AllocatedSlot) -> None:
-        self._shared.assign(request, slot)
-        assignment = SlotAssignment(slot.allocation_id, slot.resource_id, slot.task_executor_address)
-        for attempt in request.members:
-            execution = self.graph.find_current_execution(attempt)
-            if execution is not None:
-                execution.slot = assignment
-
-    def _assign_pending_and_deploy(self) -> None:
-        for request_id, slot in self.pool.assign_pending():
-            self._assign(self._shared.request(request_id), slot)
-        self._deploy_ready_bulks()
-
-    def _deploy_ready_bulks(self) -> None:
-        for bulk in self._shared.take_ready_bulks():
-            for request_id in bulk.requests:
-                request = self._shared.request(request_id)
-                for attempt in sorted(request.members, key=self._attempt_order):
-                    execution = self.graph.find_current_execution(attempt)
-                    if execution is not None and execution.state is ExecutionState.SCHEDULED:
-                        self._deploy(execution)
-
-    def _deploy(self, execution: Execution) -> None:
-        vertex = self.graph.vertex(execution.attempt_id.execution_vertex_id)
-        assert execution.slot is not None
-        splits_of_vertex = self.splits.get(vertex.job_vertex.id)
-        splits = splits_of_vertex[vertex.subtask_index] if splits_of_vertex else []
-        try:
-            tdd = create_task_deployment_descriptor(
-                self.graph, vertex, execution, execution.slot.allocation_id, splits, self.job_configuration
-            )
-        except MissingPartitionLocation as exc:
-            # failed once this step's deployment loops are done (the failover cancels others)
-            self._undeployable.append((execution, SerializedError.from_exception(exc)))
-            return
-        self._transition(execution, ExecutionState.DEPLOYING, f"slot {execution.slot.allocation_id}")
-        self._out.append(DeployTask(execution.slot.task_executor_address, tdd))
-
-    def _fail_undeployable(self) -> None:
-        """Fail the executions whose input partitions were missing at deployment.
-
-        A lost input is recoverable: its ``partition_not_found`` makes region failover restart
-        the producer region (Flink: the consumer fails with ``PartitionNotFoundException``).
-        """
-        while self._undeployable:
-            execution, error = self._undeployable.pop(0)
-            if self.graph.find_current_execution(execution.attempt_id) is execution and \
-                    execution.state is ExecutionState.SCHEDULED:
-                self._fail_execution(execution, error)
 
     # ---- terminal executions and slots ---------------------------------------------------------
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +44,6 @@ from flintlock.runtime.resourcemanager.gateway import (
     TaskExecutorRegistration,
 )
 from flintlock.runtime.rpc.endpoint import RpcEndpoint
-from flintlock.runtime.rpc.exceptions import RpcTimeout
 from flintlock.runtime.rpc.messages import ACK, Acknowledge
 from flintlock.runtime.rpc.service import RpcService
 from flintlock.runtime.taskexecutor.exceptions import (
@@ -61,6 +60,7 @@ from flintlock.runtime.taskexecutor.resource_manager_connection import (
     hardware_description,
 )
 from flintlock.runtime.taskexecutor.slot.task_slot_table import TaskSlotTable
+from flintlock.runtime.taskexecutor.task_state_reporter import TaskStateReporter
 from flintlock.runtime.taskmanager.task import Task
 from flintlock.runtime.taskmanager.task_execution_state import TaskExecutionState
 
@@ -75,7 +75,6 @@ _MAX_EARLY_CANCELS = 1024
 _REPORTED_STATES = frozenset({ExecutionState.INITIALIZING, ExecutionState.RUNNING,
                               ExecutionState.FINISHED, ExecutionState.FAILED,
                               ExecutionState.CANCELED})
-_REPORT_RETRIES = 3
 _STOP_TASKS_TIMEOUT_S = 10.0
 
 
@@ -89,16 +88,6 @@ class _JobConnection:
     gateway: JobMasterGateway | None = None  # None while connecting
     job_master_resource_id: ResourceID | None = None
     offered: set[AllocationID] = field(default_factory=set)
-
-
-@dataclass
-class _ReportQueue:
-    """State changes of one attempt waiting to reach the JobMaster, sent one at a time."""
-
-    gateway: JobMasterGateway
-    pending: deque[TaskExecutionState] = field(default_factory=deque)
-    in_flight: bool = False
-    retries: int = 0
 
 
 class _ResourceManagerHeartbeatListener:
@@ -171,7 +160,8 @@ class TaskExecutor(RpcEndpoint):
         )
         self._jobs: dict[JobID, _JobConnection] = {}
         self._job_generation = 0
-        self._reports: dict[ExecutionAttemptID, _ReportQueue] = {}
+        self._reports = TaskStateReporter(self.run_async, self._rpc_timeout_s,
+                                          lambda: self._stopping)
         self._ending_tasks: list[Task] = []
         self._stopping = False
         self._rm_heartbeats: HeartbeatManager[ResourceID] = HeartbeatManager.from_configuration(
@@ -486,42 +476,7 @@ class TaskExecutor(RpcEndpoint):
             log.debug("Dropping state %s of %s: no JobMaster connection.", state.state.value,
                       state.attempt_id)
             return
-        queue = self._reports.get(state.attempt_id)
-        if queue is None:
-            queue = self._reports[state.attempt_id] = _ReportQueue(job.gateway)
-        queue.pending.append(state)
-        self._send_next_report(state.attempt_id)
-
-    def _send_next_report(self, attempt_id: ExecutionAttemptID) -> None:
-        queue = self._reports.get(attempt_id)
-        if queue is None or queue.in_flight:
-            return
-        if not queue.pending or self._stopping:
-            del self._reports[attempt_id]
-            return
-        state = queue.pending[0]
-        queue.in_flight = True
-        self.run_async(
-            queue.gateway.update_task_execution_state(state, timeout=self._rpc_timeout_s),
-            lambda _r, error: self._on_report_done(attempt_id, error),
-        )
-
-    def _on_report_done(self, attempt_id: ExecutionAttemptID, error: BaseException | None) -> None:
-        queue = self._reports.get(attempt_id)
-        if queue is None:
-            return
-        queue.in_flight = False
-        if isinstance(error, RpcTimeout) and queue.retries < _REPORT_RETRIES:
-            queue.retries += 1
-            log.info("Reporting %s of %s timed out; retry %d.", queue.pending[0].state.value,
-                     attempt_id, queue.retries)
-        else:
-            state = queue.pending.popleft()
-            queue.retries = 0
-            if error is not None:
-                log.warning("Could not report state %s of %s to the JobMaster: %s",
-                            state.state.value, attempt_id, error)
-        self._send_next_report(attempt_id)
+        self._reports.enqueue(state, job.gateway)
 
     # ---- partitions ----------------------------------------------------------------------------
 
