@@ -58,19 +58,15 @@ def no_spark_jobs_left_behind(request):
     yield
     if request.node.get_closest_marker("spark") is None:
         return
-    from flintlock.runtime.spark.session import _local_server, embedded_active_job_ids
+    from flintlock.runtime.spark.session import embedded_active_job_ids, embedded_cancel_all_jobs
+    from flintlock.testing.waiting import wait_until_sync
 
     if embedded_active_job_ids() is None:
         return
-
-    def no_jobs() -> bool:
-        return not embedded_active_job_ids()
-
     try:
-        from flintlock.testing.waiting import wait_until_sync
-
-        wait_until_sync(no_jobs, _LEFTOVER_SPARK_JOBS_DEADLINE_S, interval_s=0.05,
+        wait_until_sync(lambda: not embedded_active_job_ids(), _LEFTOVER_SPARK_JOBS_DEADLINE_S,
+                        interval_s=0.05,
                         describe=lambda: f"active Spark jobs {embedded_active_job_ids()}")
     except AssertionError as exc:
-        _local_server["classic"].sparkContext.cancelAllJobs()
+        embedded_cancel_all_jobs()
         pytest.fail(f"the test left Spark jobs running (now cancelled): {exc}")

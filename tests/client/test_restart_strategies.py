@@ -19,6 +19,7 @@ from flintlock.runtime.jobgraph.job_graph import JobGraph, JobVertex
 from flintlock.runtime.jobgraph.types import JobStatus, JobType
 from flintlock.runtime.minicluster import MiniCluster
 from flintlock.testing.clusters import gen_mini_cluster
+from flintlock.testing.waiting import wait_until_async
 
 FAILING = "flintlock.testing.invokables:FailingInvokable"
 FIXED = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "2",
@@ -157,11 +158,8 @@ async def test_cancel_while_restarting_ends_the_job_at_once(cluster: MiniCluster
         states.append(await gateway.request_job_status(job.job_id))
         return states[-1] is JobStatus.RESTARTING
 
+    await wait_until_async(restarting, 10, interval_s=0.01, describe=lambda: states)
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + 10
-    while not await restarting():
-        assert loop.time() < deadline, f"never RESTARTING; seen {states}"
-        await asyncio.sleep(0.01)
     archived = await gateway.request_job(job.job_id)
     assert archived.next_restart_attempt_ms is not None
     assert archived.next_restart_attempt_ms - archived.exception_history[-1].timestamp_ms == 60_000

@@ -35,6 +35,7 @@ __all__ = [
     "cancel_jobs_with_connect_tag",
     "default_spark_settings",
     "embedded_active_job_ids",
+    "embedded_cancel_all_jobs",
 ]
 
 log = logging.getLogger(__name__)
@@ -186,6 +187,13 @@ def embedded_active_job_ids() -> list[int] | None:
     if classic is None:
         return None
     return sorted(int(i) for i in classic.sparkContext.statusTracker().getActiveJobsIds())
+
+
+def embedded_cancel_all_jobs() -> None:
+    """Cancel every Spark job of this process's embedded server (tests: clean up after a leak)."""
+    classic = _local_server.get("classic")
+    if classic is not None:
+        classic.sparkContext.cancelAllJobs()
 
 
 class SparkSessionProvider:
