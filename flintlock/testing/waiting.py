@@ -9,6 +9,7 @@ Tests never ``sleep()`` to wait for something to happen; they poll a predicate::
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -39,15 +40,11 @@ async def wait_until(
     Raises:
         AssertionError: not truthy within ``timeout_s``; the message includes ``describe()``.
     """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if loop.time() >= deadline:
-            raise _failure(timeout_s, predicate, describe)
-        await asyncio.sleep(interval_s)
+    @functools.wraps(predicate)  # failures name the caller's predicate
+    async def check() -> Any:
+        return predicate()
+
+    return await wait_until_async(check, timeout_s, interval_s, describe)
 
 
 async def wait_until_async(

@@ -45,7 +45,7 @@ from typing import Any, TypeVar, cast
 
 from flintlock.runtime.rpc.endpoint import RpcEndpoint, current_endpoint_id
 from flintlock.runtime.rpc.exceptions import RecipientUnreachable, RpcTimeout
-from flintlock.runtime.rpc.service import DEFAULT_TIMEOUT_S, RpcService, gateway_methods
+from flintlock.runtime.rpc.service import DEFAULT_TIMEOUT_S, GatewayProxy, RpcService
 
 __all__ = [
     "FaultAction",
@@ -283,26 +283,16 @@ class FaultInjectingRpcService:
         task.add_done_callback(self._background.discard)
 
 
-class _FaultInjectingGateway:
+class _FaultInjectingGateway(GatewayProxy):
     """Gateway proxy: every method call is checked against the service's rules first."""
 
     def __init__(self, service: FaultInjectingRpcService, inner: Any, address: str,
                  gateway_type: type[Any], timeout_s: float) -> None:
+        super().__init__(address, gateway_type, timeout_s)
         self._service = service
         self._inner = inner
-        self._address = address
-        self._methods = gateway_methods(gateway_type)
-        self._timeout_s = timeout_s
-        self._gateway_name = gateway_type.__name__
 
-    @property
-    def address(self) -> str:
-        return self._address
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        if name.startswith("_") or name not in self._methods:
-            raise AttributeError(f"{self._gateway_name} has no RPC method {name!r}")
-        is_oneway = self._methods[name]
+    def _make_call(self, name: str, is_oneway: bool) -> Callable[..., Any]:
         service = self._service
         what = f"{self._gateway_name}.{name} to {self._address}"
 
@@ -325,7 +315,6 @@ class _FaultInjectingGateway:
                                                        timeout or self._timeout_s)
             return await send(left)
 
-        call.__name__ = name
         return call
 
     def __repr__(self) -> str:

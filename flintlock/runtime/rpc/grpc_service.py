@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import grpc
@@ -55,7 +56,7 @@ from flintlock.runtime.rpc.exceptions import (
     RpcException,
     RpcTimeout,
 )
-from flintlock.runtime.rpc.service import DEFAULT_TIMEOUT_S, gateway_methods
+from flintlock.runtime.rpc.service import DEFAULT_TIMEOUT_S, GatewayProxy, gateway_methods
 
 __all__ = ["RPC_METHOD", "GrpcRpcService", "format_address", "parse_address"]
 
@@ -119,29 +120,19 @@ def _is_rpc_method(endpoint: RpcEndpoint, name: str) -> bool:
     return callable(getattr(endpoint, name, None))
 
 
-class _GrpcGateway:
+class _GrpcGateway(GatewayProxy):
     """Proxy whose attributes are the gateway Protocol's methods, local or over gRPC."""
 
     def __init__(self, service: GrpcRpcService, address: str, gateway_type: type[Any],
                  timeout_s: float, local: bool) -> None:
+        super().__init__(address, gateway_type, timeout_s)
         host, port, endpoint_id = parse_address(address)
         self._service = service
-        self._address = address
         self._target = _target(host, port)
         self._endpoint_id = endpoint_id
-        self._methods = gateway_methods(gateway_type)
-        self._timeout_s = timeout_s
-        self._gateway_name = gateway_type.__name__
         self._local = local
 
-    @property
-    def address(self) -> str:
-        return self._address
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_") or name not in self._methods:
-            raise AttributeError(f"{self._gateway_name} has no RPC method {name!r}")
-        is_oneway = self._methods[name]
+    def _make_call(self, name: str, is_oneway: bool) -> Callable[..., Any]:
         what = f"{self._gateway_name}.{name}"
 
         async def call(*args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
@@ -158,7 +149,6 @@ class _GrpcGateway:
             return await self._service._invoke(self._target, self._address, request, timeout_s,
                                                what)
 
-        call.__name__ = name
         return call
 
     def __repr__(self) -> str:

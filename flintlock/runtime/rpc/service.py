@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar, cast
 from flintlock.runtime.rpc.endpoint import RpcEndpoint
 from flintlock.runtime.rpc.exceptions import RecipientUnreachable, RpcTimeout
 
-__all__ = ["InProcRpcService", "RpcService", "gateway_methods", "oneway"]
+__all__ = ["GatewayProxy", "InProcRpcService", "RpcService", "gateway_methods", "oneway"]
 
 G = TypeVar("G")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -65,12 +65,14 @@ class RpcService(Protocol):
     async def close(self) -> None: ...
 
 
-class _InProcGateway:
-    """Proxy whose attributes call the target endpoint's handlers through its mailbox."""
+class GatewayProxy:
+    """Base of the gateway proxies: ``gateway.<method>(...)`` for the RPC methods of a type.
 
-    def __init__(self, service: InProcRpcService, address: str, gateway_type: type[Any],
-                 timeout_s: float) -> None:
-        self._service = service
+    Only the methods of ``gateway_type`` (``gateway_methods``) resolve; ``_make_call(name,
+    is_oneway)`` of the subclass returns the coroutine function that carries the call.
+    """
+
+    def __init__(self, address: str, gateway_type: type[Any], timeout_s: float) -> None:
         self._address = address
         self._methods = gateway_methods(gateway_type)
         self._timeout_s = timeout_s
@@ -83,8 +85,23 @@ class _InProcGateway:
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_") or name not in self._methods:
             raise AttributeError(f"{self._gateway_name} has no RPC method {name!r}")
-        is_oneway = self._methods[name]
+        call = self._make_call(name, self._methods[name])
+        call.__name__ = name
+        return call
 
+    def _make_call(self, name: str, is_oneway: bool) -> Callable[..., Any]:
+        raise NotImplementedError
+
+
+class _InProcGateway(GatewayProxy):
+    """Proxy whose attributes call the target endpoint's handlers through its mailbox."""
+
+    def __init__(self, service: InProcRpcService, address: str, gateway_type: type[Any],
+                 timeout_s: float) -> None:
+        super().__init__(address, gateway_type, timeout_s)
+        self._service = service
+
+    def _make_call(self, name: str, is_oneway: bool) -> Callable[..., Any]:
         async def call(*args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
             endpoint = self._service.lookup(self._address)
             if is_oneway:
@@ -101,7 +118,6 @@ class _InProcGateway:
                     f"{timeout or self._timeout_s:.1f}s"
                 ) from None
 
-        call.__name__ = name
         return call
 
     def __repr__(self) -> str:
