@@ -284,6 +284,15 @@ PROM_HOST = option(
     "metrics.reporter.prom.host", "127.0.0.1", _str,
     "Interface the Prometheus endpoint binds (flintlock's own key; Flink binds all interfaces).")
 
+LOOP_LAG_TICK = option(
+    "metrics.event-loop.tick-interval", 0.05, duration,
+    "How often each process probes its asyncio loop for lag (Status.Python.EventLoop.* metrics; "
+    "flintlock's own key, after dask's distributed.admin.tick.interval).")
+LOOP_LAG_WARN = option(
+    "metrics.event-loop.warn-threshold", 1.0, duration,
+    "A loop that has not run for this long is logged as unresponsive, with the stack of its "
+    "thread (flintlock's own key, after dask's distributed.admin.tick.limit).")
+
 # ---- planner / data plane speed (issue 6: make it fast) -----------------------------------------
 AGG_PHASE_STRATEGY = option(
     "table.optimizer.agg-phase-strategy", "AUTO", _enum("AUTO", "TWO_PHASE", "ONE_PHASE"),

@@ -31,6 +31,7 @@ from flintlock.runtime.dispatcher.gateway import DispatcherGateway
 from flintlock.runtime.executiongraph.archived import JobResult
 from flintlock.runtime.ids import JobID, ResourceID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
+from flintlock.runtime.metrics.loop_lag import LoopLagMonitor
 from flintlock.runtime.resourcemanager.gateway import ResourceManagerGateway
 from flintlock.runtime.rpc.service import InProcRpcService, RpcService
 
@@ -82,6 +83,7 @@ class MiniCluster:
         self.task_executors: list[Any] = []
         self._dispatcher_gateway: DispatcherGateway | None = None
         self._warm_up: asyncio.Future[Any] | None = None
+        self._loop_lag: LoopLagMonitor | None = None
         self._started = False
 
     # ---- life cycle ------------------------------------------------------------------------------
@@ -104,6 +106,8 @@ class MiniCluster:
         if self._warm_up_spark:
             self._warm_up = asyncio.ensure_future(asyncio.to_thread(self._services["spark"].get))
 
+        self._loop_lag = LoopLagMonitor.from_configuration("MiniCluster", self.configuration)
+        self._loop_lag.start()
         self.resource_manager = ResourceManager(self.rpc_service, self.configuration, clock=self._clock)
         await self.resource_manager.start()
         self.dispatcher = Dispatcher(
@@ -162,6 +166,8 @@ class MiniCluster:
         if self._warm_up is not None:
             await asyncio.gather(self._warm_up, return_exceptions=True)
         await self.rpc_service.close()
+        if self._loop_lag is not None:
+            await self._loop_lag.stop()
         if self._owned_shuffle_dir:
             shutil.rmtree(self._owned_shuffle_dir, ignore_errors=True)
         self._started = False

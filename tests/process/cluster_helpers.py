@@ -38,12 +38,17 @@ def logs(*dirs: Path) -> str:
                      for p in sorted(d.glob("*.log")))
 
 
-def start_cluster(state: Path, task_managers: int) -> Iterator[dict[str, Any]]:
-    """``flintlock cluster start`` on ephemeral ports; yields how to reach it; stops it after."""
+def start_cluster(state: Path, task_managers: int, slots: int = 2,
+                  options: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
+    """``flintlock cluster start`` on ephemeral ports; yields how to reach it; stops it after.
+
+    ``options`` are more ``key=value`` settings for every process.
+    """
     d = ["-D", f"cluster.state-dir={state}", "-D", "rest.port=0", "-D", "jobmanager.rpc.port=0",
-         "-D", "taskmanager.numberOfTaskSlots=2",
+         "-D", f"taskmanager.numberOfTaskSlots={slots}",
          # every process serves Prometheus on a free port (``metrics_port`` in its port file)
          "-D", "metrics.reporter.prom.port=0"]
+    d += [arg for option in options for arg in ("-D", option)]
     try:
         start = subprocess.run([*FLINTLOCK, "cluster", "start", "--taskmanagers", str(task_managers),
                                 *d], capture_output=True, text=True, timeout=300, cwd=REPO)

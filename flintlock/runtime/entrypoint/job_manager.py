@@ -38,6 +38,7 @@ from flintlock.runtime.logs.process_logs import (
     start_process_log,
     stop_process_log,
 )
+from flintlock.runtime.metrics.loop_lag import LoopLagMonitor
 from flintlock.runtime.metrics.prometheus import job_manager_source, start_prometheus_reporter
 from flintlock.runtime.resourcemanager.resource_manager import ResourceManager
 
@@ -77,6 +78,7 @@ async def _serve(configuration: Configuration, port_file: str | Path | None,
 
     stop = stop or asyncio.Event()
     install_stop_signals(stop)
+    loop_lag = LoopLagMonitor.from_configuration("JobManager", configuration).start()
     secret = cluster_secret(configuration)
     rpc = GrpcRpcService(
         bind_host=configuration.get(JM_BIND_HOST),
@@ -110,5 +112,6 @@ async def _serve(configuration: Configuration, port_file: str | Path | None,
         await dispatcher.stop()
         await resource_manager.stop()
         await rpc.close()
+        await loop_lag.stop()
         if port_file is not None:
             Path(port_file).unlink(missing_ok=True)

@@ -42,6 +42,7 @@ from flintlock.runtime.logs.process_logs import (
     start_process_log,
     stop_process_log,
 )
+from flintlock.runtime.metrics.loop_lag import LoopLagMonitor
 from flintlock.runtime.metrics.prometheus import start_prometheus_reporter, task_manager_source
 
 __all__ = ["run_task_manager"]
@@ -62,18 +63,21 @@ async def run_task_manager(configuration: Configuration, port_file: str | Path |
 
     stop = stop or asyncio.Event()
     install_stop_signals(stop)
+    loop_lag = LoopLagMonitor.from_configuration("TaskManager", configuration).start()
     host = configuration.get(TM_HOST)
     rpc = GrpcRpcService(bind_host=host, port=configuration.get(TM_RPC_PORT),
                          secret=cluster_secret(configuration), advertised_host=host,
                          timeout_s=configuration.get(RPC_ASK_TIMEOUT))
     await rpc.start()
     resource_id = ResourceID.generate(f"{host}:{rpc.port}")
+    loop_lag.name = f"TaskManager {resource_id}"
     logs = log_directory_for(configuration, "flintlock-taskmanager-logs-")
     log_handler = start_process_log(
         logs, f"flintlock-taskmanager-{file_name_part(str(resource_id))}.log")
     try:
         await _serve(configuration, port_file, stop, rpc, resource_id, logs)
     finally:
+        await loop_lag.stop()
         stop_process_log(log_handler)
         logs.close()
 

@@ -24,17 +24,52 @@ import logging
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, Generic, Protocol, TypeVar
 
-from flintlock.config.configuration import Configuration
+from flintlock.config.configuration import Configuration, IllegalConfigurationException
 from flintlock.config.options import HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT
 from flintlock.runtime.clock import TimerHandle
 from flintlock.runtime.rpc.endpoint import RpcEndpoint
 
-__all__ = ["HeartbeatListener", "HeartbeatManager", "HeartbeatMonitor"]
+__all__ = ["HeartbeatListener", "HeartbeatManager", "HeartbeatMonitor", "heartbeat_settings"]
 
 log = logging.getLogger(__name__)
 
 K = TypeVar("K", bound=Hashable)
 K_contra = TypeVar("K_contra", bound=Hashable, contravariant=True)
+
+
+#: Flink's default ratio of ``heartbeat.timeout`` (50 s) to ``heartbeat.interval`` (10 s)
+_TIMEOUT_TO_INTERVAL = 5.0
+
+
+def heartbeat_settings(configuration: Configuration) -> tuple[float, float]:
+    """``(interval_s, timeout_s)`` of the heartbeats, checked against each other.
+
+    A target is lost when no heartbeat arrived for ``heartbeat.timeout``, and heartbeats are
+    requested every ``heartbeat.interval``: with a timeout equal to the interval (Flink accepts
+    that), every request that arrives a millisecond late loses a healthy peer. So:
+
+    - ``heartbeat.interval`` unset: it is ``min(10 s, heartbeat.timeout / 5)``, Flink's default
+      ratio, so ``-D heartbeat.timeout=10000`` alone means requests every 2 s.
+    - set: it must be less than the timeout (a warning is logged when it is more than half).
+
+    Raises:
+        IllegalConfigurationException: ``heartbeat.interval`` >= ``heartbeat.timeout``.
+    """
+    timeout = configuration.get(HEARTBEAT_TIMEOUT)
+    if not configuration.contains(HEARTBEAT_INTERVAL):
+        return min(HEARTBEAT_INTERVAL.default, timeout / _TIMEOUT_TO_INTERVAL), timeout
+    interval = configuration.get(HEARTBEAT_INTERVAL)
+    if interval >= timeout:
+        raise IllegalConfigurationException(
+            f"heartbeat.interval ({interval * 1000:.0f} ms) must be less than heartbeat.timeout "
+            f"({timeout * 1000:.0f} ms): a peer is declared lost when no heartbeat arrived "
+            f"within the timeout, so requests must come several times per timeout. Set "
+            f"heartbeat.interval to at most {timeout * 1000 / _TIMEOUT_TO_INTERVAL:.0f} ms "
+            f"(Flink's 1:5 ratio) or leave it unset.")
+    if interval > timeout / 2:
+        log.warning("heartbeat.interval (%.0f ms) is more than half of heartbeat.timeout (%.0f ms): "
+                    "one late heartbeat can lose a healthy peer", interval * 1000, timeout * 1000)
+    return interval, timeout
 
 
 class HeartbeatListener(Protocol[K_contra]):
@@ -133,8 +168,8 @@ class HeartbeatManager(Generic[K]):
         cls, endpoint: RpcEndpoint, listener: HeartbeatListener[K], configuration: Configuration,
         name: str = "heartbeat",
     ) -> HeartbeatManager[K]:
-        return cls(endpoint, listener, configuration.get(HEARTBEAT_INTERVAL),
-                   configuration.get(HEARTBEAT_TIMEOUT), name)
+        interval_s, timeout_s = heartbeat_settings(configuration)
+        return cls(endpoint, listener, interval_s, timeout_s, name)
 
     @property
     def timeout_s(self) -> float:

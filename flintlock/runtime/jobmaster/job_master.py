@@ -29,6 +29,7 @@ from flintlock.runtime.executiongraph.archived import (
     JobResult,
 )
 from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
+from flintlock.runtime.heartbeat.heartbeat_manager import heartbeat_settings
 from flintlock.runtime.ids import AllocationID, JobVertexID, ResourceID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import JobStatus
@@ -132,9 +133,7 @@ class JobMaster(RpcEndpoint):
         self._termination: asyncio.Future[JobResult] | None = None
         #: in-flight RPCs to other endpoints (awaited briefly on stop)
         self._outgoing: set[asyncio.Task[Any]] = set()
-        heartbeat_interval: float = configuration.get(options.HEARTBEAT_INTERVAL)
-        self._heartbeat_interval = heartbeat_interval
-        self._heartbeat_timeout: float = configuration.get(options.HEARTBEAT_TIMEOUT)
+        self._heartbeat_interval, self._heartbeat_timeout = heartbeat_settings(configuration)
         rpc_service.register(self)
 
     # ---- life cycle ----------------------------------------------------------------------------

@@ -111,3 +111,31 @@ def test_sender_requests_heartbeats_every_interval_until_unmonitored() -> None:
         await ep.stop()
 
     _run(body)
+
+
+# ---- heartbeat.interval against heartbeat.timeout ---------------------------------------------
+
+
+def test_interval_follows_a_configured_timeout_at_flinks_ratio() -> None:
+    from flintlock.config import Configuration
+    from flintlock.runtime.heartbeat.heartbeat_manager import heartbeat_settings
+
+    assert heartbeat_settings(Configuration()) == (10.0, 50.0)  # Flink's defaults
+    # the load issue's command line: only the timeout set; requests must come several times
+    # per timeout, or a heartbeat that is a millisecond late loses a healthy TaskManager
+    assert heartbeat_settings(Configuration({"heartbeat.timeout": "10000"})) == (2.0, 10.0)
+    assert heartbeat_settings(Configuration({"heartbeat.timeout": "5 min"})) == (10.0, 300.0)
+    assert heartbeat_settings(Configuration({"heartbeat.interval": "3 s",
+                                             "heartbeat.timeout": "10 s"})) == (3.0, 10.0)
+
+
+def test_an_interval_not_below_the_timeout_is_refused_with_the_fix() -> None:
+    from flintlock.config import Configuration
+    from flintlock.config.configuration import IllegalConfigurationException
+    from flintlock.runtime.heartbeat.heartbeat_manager import heartbeat_settings
+
+    conf = Configuration({"heartbeat.interval": "10 s", "heartbeat.timeout": "10 s"})
+    with pytest.raises(IllegalConfigurationException,
+                       match=r"heartbeat.interval \(10000 ms\) must be less than heartbeat.timeout "
+                             r"\(10000 ms\).*at most 2000 ms"):
+        heartbeat_settings(conf)
