@@ -1,8 +1,9 @@
 """The ``flintlock`` command line (Flink ``CliFrontend``): ``run`` and ``info``.
 
 ``flintlock run [-p N] [-D key=value ...] program.py [args]`` runs the program's main; each
-``execute()`` runs on the local cluster with live progress and ends with the JobID, runtime and
-status, or the root cause and exit code 1. ``flintlock info program.py [args]`` prints the plan JSON
+``execute()`` runs where ``flintlock.client.target`` decides (the configured session cluster, one
+that ``flintlock cluster start`` left running, else a local cluster), with live progress, and ends
+with the JobID, runtime and status, or the root cause and exit code 1. ``flintlock info program.py [args]`` prints the plan JSON
 of each job the program would run and runs nothing.
 """
 
@@ -12,6 +13,7 @@ import json
 import logging
 import sys
 import traceback
+from pathlib import Path
 
 import click
 
@@ -22,6 +24,7 @@ from flintlock.client.program import (
     ProgramMissingJobException,
     run_program,
 )
+from flintlock.client.target import resolve_execution_target
 from flintlock.config import Configuration, IllegalConfigurationException
 from flintlock.exceptions import FlintlockException
 
@@ -97,7 +100,8 @@ _program_command = cli.command(
 @_program_command
 @_parallelism
 @click.option("--target", type=click.Choice(["local", "remote"]), default=None,
-              help="Run on a local cluster (default) or a remote session cluster.")
+              help="Run on a local cluster or a session cluster (default: the configured cluster, "
+                   "else one `flintlock cluster start` left running, else local).")
 @_jobmanager_option
 @click.option("-d", "--detached", is_flag=True, help="Submit and return the JobID at once.")
 @_dynamic
@@ -112,8 +116,10 @@ def run(parallelism: int | None, target: str | None, jobmanager: str | None, det
             _apply_jobmanager(overrides, jobmanager)
         if target is not None:
             overrides.set_string("execution.target", target)
+        overrides, where = resolve_execution_target(overrides)
     except IllegalConfigurationException as exc:
         _fail(f"Error: {exc}")
+    click.echo(f"Running {Path(program).name} on {where.description}.", err=True)
     context = ClientContext(overrides=overrides, show_progress=None, detached=detached)
     _run_program_or_exit(program, args, context)
 

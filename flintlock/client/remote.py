@@ -36,7 +36,7 @@ from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
 from flintlock.runtime.taskmanager.task_execution_state import SerializedError
 
-__all__ = ["RemoteJobClient", "cluster_state_dir", "rest_client_for", "submit_remote"]
+__all__ = ["RemoteJobClient", "cluster_state_dir", "rest_client_for", "rest_url", "submit_remote"]
 
 
 def cluster_state_dir(configuration: Configuration) -> Path:
@@ -67,6 +67,11 @@ def _rest_port(configuration: Configuration) -> int:
         return int(data["rest_port"])
     except (OSError, ValueError, KeyError):
         return int(configuration.get(REST_PORT))
+
+
+def rest_url(configuration: Configuration) -> str:
+    """``http://<rest.address>:<port>`` of the cluster this configuration reaches."""
+    return f"http://{configuration.get(REST_ADDRESS)}:{_rest_port(configuration)}"
 
 
 def rest_client_for(configuration: Configuration) -> RestClusterClient:

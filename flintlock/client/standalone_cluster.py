@@ -27,7 +27,13 @@ from flintlock.config.options import CLUSTER_SECRET, LOG_DIR
 from flintlock.exceptions import FlintlockException
 from flintlock.runtime.entrypoint.common import SECRET_ENV
 
-__all__ = ["ClusterInfo", "StandaloneClusterException", "start_cluster", "stop_cluster"]
+__all__ = [
+    "ClusterInfo",
+    "StandaloneClusterException",
+    "running_cluster_rest_port",
+    "start_cluster",
+    "stop_cluster",
+]
 
 
 class StandaloneClusterException(FlintlockException):
@@ -170,6 +176,17 @@ def _read_pid(path: Path) -> int | None:
     try:
         return int(path.read_text().strip())
     except (OSError, ValueError):
+        return None
+
+
+def running_cluster_rest_port(state: Path) -> int | None:
+    """The REST port of the JobManager started from ``state`` when it is still running (a live pid
+    in ``jobmanager.pid`` and a readable ``jobmanager.port``), else ``None``."""
+    pid = _read_pid(state / "jobmanager.pid")
+    ports = _read_json(state / "jobmanager.port") if pid and _alive(pid) else None
+    try:
+        return int(ports["rest_port"]) if ports else None
+    except (KeyError, TypeError, ValueError):
         return None
 
 

@@ -100,3 +100,30 @@ def test_a_program_importing_its_own_module_runs_on_the_cluster(cluster: dict[st
     proc = _run(cluster, str(prog))
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "RESULT [('flintlock', 1), ('hello', 2), ('world', 1)]" in proc.stdout
+
+
+def test_run_without_target_submits_to_the_running_cluster(cluster: dict[str, object]) -> None:
+    """Flink's ``flink run``: the cluster ``flintlock cluster start`` left running is the target;
+    ``--target local`` keeps the job in the client process."""
+
+    def job_names() -> list[str]:
+        return [j["name"] for j in httpx.get(f"{cluster['rest']}/v1/jobs/overview").json()["jobs"]]
+
+    def run(*args: str) -> str:
+        proc = subprocess.run([*FLINTLOCK, "run", "-D", f"cluster.state-dir={cluster['state']}",
+                               *args, "examples/tpch/q6.py", "--data", str(DATA)],
+                              capture_output=True, text=True, timeout=300, cwd=REPO)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        return proc.stderr
+
+    before = job_names()
+    remote = run()
+    assert f"on the session cluster at {cluster['rest'].replace('127.0.0.1', 'localhost')}" \
+        in remote, remote
+    after = job_names()
+    assert len(after) == len(before) + 1, (before, after)
+
+    local = run("--target", "local")
+    assert "on a local cluster in this process" in local, local
+    assert "FINISHED" in local
+    assert len(job_names()) == len(after)  # nothing reached the session cluster

@@ -212,7 +212,9 @@ class LoopLagMonitor:
             await asyncio.gather(task, return_exceptions=True)
         watchdog, self._watchdog = self._watchdog, None
         if watchdog is not None:
-            await asyncio.to_thread(watchdog.join, 2.0)
+            # it wakes on ``_stopped`` at once; joined here, not in an executor thread, because
+            # ``stop`` also runs at interpreter exit, when executors take no new work
+            watchdog.join(1.0)
         with _monitors_lock:
             _monitors.discard(self)
 
