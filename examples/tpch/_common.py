@@ -66,5 +66,10 @@ def run_main(build: Callable[[Any, str], Any], description: str, argv: list[str]
 
 
 def dec(s: str) -> Column:
-    """A DECIMAL literal (``dec("0.05")``), so comparisons with DECIMAL columns stay exact."""
-    return F.lit(s).cast("decimal(15,2)")
+    """A DECIMAL literal (``dec("0.05")``), so comparisons with DECIMAL columns stay exact.
+
+    DECIMAL(15,2) like TPC-H's money columns, or with more places when ``s`` has them
+    (``dec("0.0001")`` is DECIMAL(15,4)).
+    """
+    scale = max(2, len(s.partition(".")[2]))
+    return F.lit(s).cast(f"decimal(15,{scale})")

@@ -317,7 +317,8 @@ class DataStream(_OperatorSettings):
         elif left_on is not None and right_on is not None:
             left, right = _names(left_on), _names(right_on)
         else:
-            raise ValueError("join: give on= or both left_on= and right_on=")
+            raise ValueError("join: give on= or both left_on= and right_on= "
+                             "(cross_join(other) pairs all rows)")
         if not left or len(left) != len(right):
             raise ValueError(f"join: key lists must be non-empty and of equal length: {left} vs {right}")
         side = _broadcast_side(self, other, kind)
@@ -328,6 +329,27 @@ class DataStream(_OperatorSettings):
                       other._partition(ShipStrategy.HASH, right))
         t = MultiInputTransformation(id=self._env._next_id(), name="Join", inputs=inputs,
                                      spec=JoinSpec(kind, left, right, side))
+        return DataStream(self._env, t)
+
+    def cross_join(self, other: DataStream) -> DataStream:
+        """Pair every row with every row of ``other`` (PySpark's ``crossJoin``).
+
+        A broadcast join without keys: ``other`` goes to every join subtask and ``self`` stays
+        where it is, so the join chains to ``self``'s operators. Meant for a small ``other``, such
+        as the one row of a global ``agg``:
+        ``per_part.cross_join(total).filter(F.col("value") > F.col("threshold"))``.
+        ``small.broadcast().cross_join(big)`` broadcasts the left side instead.
+
+        Raises:
+            InvalidProgramException: both sides broadcast.
+        """
+        self._check_same_env(other)
+        if not _is_broadcast(self) and not _is_broadcast(other):
+            other = other.broadcast()
+        side = _broadcast_side(self, other, "cross")
+        t = MultiInputTransformation(id=self._env._next_id(), name="CrossJoin",
+                                     inputs=(self._transformation, other._transformation),
+                                     spec=JoinSpec("cross", (), (), side))
         return DataStream(self._env, t)
 
     def union(self, *others: DataStream) -> DataStream:

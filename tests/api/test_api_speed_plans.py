@@ -164,6 +164,35 @@ def test_left_side_broadcast_for_an_inner_or_right_join() -> None:
     assert names == ["Source: Fake: /small", "Source: Fake: /big -> Join -> Sink: Fake: /out"]
 
 
+def test_cross_join_broadcasts_its_right_side_and_chains_to_the_left() -> None:
+    env = _configured(conf=_no_auto())
+    big = env.from_source(FakeSource("Fake: /big"))
+    total = env.from_source(FakeSource("Fake: /small")).agg(F.sum("v").alias("total"))
+    big.filter("k > 0").cross_join(total).filter("v > total").sink_to(FakeSink())
+    jg = env.get_job_graph()
+    assert [v.name for v in jg.vertices] == [
+        "Source: Fake: /small -> LocalAggregate", "GlobalAggregate",
+        "Source: Fake: /big -> Filter -> CrossJoin -> Filter -> Sink: Fake: /out"]
+    total_v, big_v = jg.vertices[1:]
+    assert total_v.results[0].ship_strategy is BROADCAST
+    assert [(e.ship_strategy, e.type_number) for e in big_v.inputs] == [(BROADCAST, 0)]
+    join = _chain(big_v).nodes[2]
+    assert join.spec == JoinSpec("cross", (), (), "right") and join.gate_inputs == (0,)
+
+
+def test_cross_join_keeps_a_broadcast_left_side_and_refuses_two() -> None:
+    env = _configured(conf=_no_auto())
+    small = env.from_source(FakeSource("Fake: /small"))
+    big = env.from_source(FakeSource("Fake: /big"))
+    small.broadcast().cross_join(big).sink_to(FakeSink())
+    jg = env.get_job_graph()
+    assert [v.name for v in jg.vertices] == [
+        "Source: Fake: /small", "Source: Fake: /big -> CrossJoin -> Sink: Fake: /out"]
+    assert _chain(jg.vertices[1]).nodes[1].spec == JoinSpec("cross", (), (), "left")
+    with pytest.raises(InvalidProgramException, match="both inputs are broadcast"):
+        small.broadcast().cross_join(big.broadcast())
+
+
 @pytest.mark.parametrize(("build", "how", "message"), [
     ("right", "full", "cannot broadcast its right side"),
     ("right", "right", "cannot broadcast its right side"),

@@ -221,16 +221,17 @@ class LimitSpec:
 
 #: Join types (``JoinSpec.how``) that may broadcast their right / left side (as Spark's
 #: broadcast hash join: the non-broadcast side must be the one whose unmatched rows are kept).
-BROADCAST_RIGHT_JOINS = frozenset({"inner", "left", "semi", "anti"})
-BROADCAST_LEFT_JOINS = frozenset({"inner", "right"})
+BROADCAST_RIGHT_JOINS = frozenset({"inner", "left", "semi", "anti", "cross"})
+BROADCAST_LEFT_JOINS = frozenset({"inner", "right", "cross"})
 
 
 @dataclass(frozen=True)
 class JoinSpec:
-    """Join gate 0 (left) with gate 1 (right). ``how``: inner, left, right, full, semi, anti.
+    """Join gate 0 (left) with gate 1 (right). ``how``: inner, left, right, full, semi, anti, cross.
 
     When ``left_on == right_on`` the key columns appear once in the output (Spark's ``on=[...]``);
-    otherwise both sides' key columns are kept.
+    otherwise both sides' key columns are kept. A ``cross`` join (``crossJoin``) has no keys and
+    is always a broadcast join.
 
     ``broadcast``: ``"right"`` or ``"left"`` for a broadcast join (that side arrives over a
     BROADCAST edge and is broadcast inside Spark too; the other, the probe side, keeps its

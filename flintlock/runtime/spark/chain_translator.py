@@ -10,9 +10,9 @@ calls need (DDL parsing, ``df.schema`` for schema-preserving Python operators); 
 Spec -> Spark: Select/Filter/WithColumn/Drop -> select/filter/withColumn/drop; KeyedAggregate ->
 groupBy.agg; GlobalAggregate -> agg; LocalAggregate / MergeAggregate -> groupBy(keys).agg (``agg``
 without keys) of the partial / merge columns of ``flintlock.runtime.operators.aggregation``; Distinct -> distinct; Sort -> orderBy; Limit -> limit;
-Join -> join (semi/anti -> left_semi/left_anti; ``on=[...]`` when both sides' keys are equal; the
-broadcast side of a broadcast join wrapped in ``F.broadcast``; a broadcast join chained to its
-probe side reads the broadcast side from its own gate);
+Join -> join (semi/anti -> left_semi/left_anti, cross -> crossJoin; ``on=[...]`` when both sides'
+keys are equal; the broadcast side of a broadcast join wrapped in ``F.broadcast``; a broadcast join
+chained to its probe side reads the broadcast side from its own gate);
 Union -> unionByName; Map/FlatMap/Filter(fn)/MapBatches(arrow) -> mapInArrow; MapBatches(pandas)
 -> mapInPandas; KeyedProcess/KeyedReduce -> groupBy(keys).applyInArrow (``python_ops``).
 """
@@ -41,6 +41,7 @@ __all__ = ["TranslatedChain", "shared_nodes_to_cache", "translate_chain"]
 _JOIN_HOW = {
     "inner": "inner", "left": "left", "right": "right", "full": "full", "outer": "full",
     "semi": "left_semi", "left_semi": "left_semi", "anti": "left_anti", "left_anti": "left_anti",
+    "cross": "cross",
 }
 
 
@@ -229,6 +230,10 @@ def _join(left: Any, right: Any, spec: S.JoinSpec, where: str) -> Any:
     how = _JOIN_HOW.get(spec.how.lower())
     if how is None:
         raise OperatorException(f"{where}: unknown join type {spec.how!r}", non_recoverable=True)
+    if how == "cross":
+        if spec.left_on or spec.right_on:
+            raise OperatorException(f"{where}: a cross join has no keys", non_recoverable=True)
+        return left.crossJoin(right)
     if len(spec.left_on) != len(spec.right_on) or not spec.left_on:
         raise OperatorException(
             f"{where}: join keys {spec.left_on} and {spec.right_on} do not pair up",
