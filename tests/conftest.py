@@ -4,6 +4,10 @@ Starting the embedded Spark Connect server takes ~5-10 s, so every test that nee
 session through the session-scoped ``spark`` fixture; ``spark_provider`` wraps it as the
 ``"spark"`` service of a RuntimeEnvironment. Set ``FLINTLOCK_TEST_SPARK_REMOTE=sc://host:port`` to
 run against an external Spark Connect server instead.
+
+``spark_target`` runs a test twice: on the embedded server and on a real Spark standalone
+cluster (master, worker and Spark Connect server from pyspark's own scripts, started once per test
+session by ``spark_standalone``), the way production TaskManagers reach Spark (``spark.remote``).
 """
 
 from __future__ import annotations
@@ -40,6 +44,27 @@ def spark_provider(spark):
     from flintlock.runtime.spark.session import SparkSessionProvider
 
     return SparkSessionProvider.wrap(spark)
+
+
+@pytest.fixture(scope="session")
+def spark_standalone(tmp_path_factory):
+    """A Spark standalone cluster with a Spark Connect server (``SparkStandaloneCluster``)."""
+    from flintlock.testing.spark_standalone import SparkStandaloneCluster
+
+    with SparkStandaloneCluster(tmp_path_factory.mktemp("spark-standalone")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session", params=["embedded", "standalone"])
+def spark_target(request):
+    """``None`` (the embedded local server) or the standalone cluster's ``spark.remote`` URL.
+
+    Session-scoped, so pytest runs every embedded case first and starts the standalone cluster
+    once, for the standalone cases.
+    """
+    if request.param == "embedded":
+        return None
+    return request.getfixturevalue("spark_standalone").remote
 
 
 #: how long Spark jobs may take to end after a test (a cancelled job's Python workers are killed

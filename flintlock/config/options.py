@@ -207,6 +207,11 @@ TASK_SLOTS = option("taskmanager.numberOfTaskSlots", 1, pos_int, "Slots per Task
 LOCAL_TASKMANAGERS = option("local.number-taskmanager", 1, pos_int,
                             "TaskManagers of a local (MiniCluster) run.",
                             ("minicluster.number-of-taskmanagers",))
+TM_CPU_CORES = option(
+    "taskmanager.cpu.cores", None, pos_int,
+    "CPU cores of a TaskManager: its embedded Spark server runs local[<cores>] and its subtasks "
+    "use that many Spark partitions. Default: this machine's cores; `flintlock cluster start` "
+    "gives each of its N TaskManagers cores/N, so they do not oversubscribe the host.")
 TM_HOST = option("taskmanager.host", "127.0.0.1", _str, "Host the TaskManager binds and advertises.")
 TM_RPC_PORT = option("taskmanager.rpc.port", 0, nonneg_int, "TaskManager RPC port (0 = any).")
 REGISTRATION_TIMEOUT = option("taskmanager.registration.timeout", 300.0, duration,

@@ -24,8 +24,11 @@ from flintlock.connectors import FileSink, FileSource
 pytestmark = [pytest.mark.spark]
 
 
-def _env(parallelism: int = 2) -> StreamExecutionEnvironment:
+def _env(parallelism: int = 2, spark_remote: str | None = None) -> StreamExecutionEnvironment:
+    """Local cluster of 2 TaskManagers x 2 slots; on a remote Spark when ``spark_remote`` is set."""
     conf = Configuration({"local.number-taskmanager": 2, "taskmanager.numberOfTaskSlots": 2})
+    if spark_remote:
+        conf.set_string("spark.remote", spark_remote)
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(parallelism)
     env.set_runtime_mode(RuntimeExecutionMode.BATCH)
@@ -124,8 +127,9 @@ def test_joins(tables: dict[str, str], how: str) -> None:
     _close(got, want)
 
 
-def test_python_functions_map_flat_map_filter_and_keyed_reduce(tables: dict[str, str]) -> None:
-    env = _env()
+def test_python_functions_map_flat_map_filter_and_keyed_reduce(tables: dict[str, str],
+                                                               spark_target: str | None) -> None:
+    env = _env(spark_remote=spark_target)
     orders = env.from_source(FileSource.parquet(tables["orders"]), "orders")
     words = (
         orders.filter(lambda r: r.o_note is not None)
@@ -142,10 +146,11 @@ def test_python_functions_map_flat_map_filter_and_keyed_reduce(tables: dict[str,
     _close(got, want)
 
 
-def test_map_batches_union_distinct_limit_and_keyed_process(tables: dict[str, str]) -> None:
+def test_map_batches_union_distinct_limit_and_keyed_process(tables: dict[str, str],
+                                                             spark_target: str | None) -> None:
     import pandas as pd
 
-    env = _env()
+    env = _env(spark_remote=spark_target)
     orders = env.from_source(FileSource.parquet(tables["orders"]), "orders")
 
     def double(batch: pd.DataFrame) -> pd.DataFrame:

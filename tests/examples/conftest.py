@@ -28,11 +28,14 @@ def data_dir() -> str:
 
 
 @pytest.fixture
-def env():
-    """A BATCH environment on the local cluster (2 TaskManagers x 2 slots), parallelism 2."""
+def env(spark_target):
+    """A BATCH environment on the local cluster (2 TaskManagers x 2 slots), parallelism 2, whose
+    TaskManagers use the embedded Spark server or the standalone Spark cluster (``spark_target``)."""
     from flintlock import Configuration, RuntimeExecutionMode, StreamExecutionEnvironment
 
     conf = Configuration({"local.number-taskmanager": 2, "taskmanager.numberOfTaskSlots": 2})
+    if spark_target:
+        conf.set_string("spark.remote", spark_target)
     e = StreamExecutionEnvironment.get_execution_environment(conf)
     e.set_parallelism(2)
     e.set_runtime_mode(RuntimeExecutionMode.BATCH)

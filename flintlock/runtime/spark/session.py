@@ -4,7 +4,8 @@
 
 - ``spark.remote`` set (``sc://host:15002``): a Connect client to that server; ``spark.*`` settings
   are applied as runtime SQL confs (static ones are ignored with a debug log).
-- otherwise an embedded local Connect server on ``local[<cores>]``: the server is started with all
+- otherwise an embedded local Connect server on ``local[<cores>]`` (``taskmanager.cpu.cores``,
+  default this machine's cores): the server is started with all
   ``spark.*`` settings as its SparkConf (so static confs such as ``spark.ui.enabled`` work), on an
   ephemeral gRPC port (several TaskManager processes on one host never collide), then a Connect
   client session attaches to it. The embedded server lives as long as the process; a second
@@ -29,6 +30,7 @@ import weakref
 from typing import Any
 
 from flintlock.config import Configuration
+from flintlock.config.options import TM_CPU_CORES
 
 __all__ = [
     "SparkSessionProvider",
@@ -43,7 +45,6 @@ log = logging.getLogger(__name__)
 _server_lock = threading.Lock()
 _local_server: dict[str, Any] = {}  # master, port: the embedded server of this process
 _providers: weakref.WeakSet[SparkSessionProvider] = weakref.WeakSet()
-_atexit_registered = False
 
 
 def _close_all_at_exit() -> None:
@@ -54,12 +55,13 @@ def _close_all_at_exit() -> None:
 
 
 def _register_atexit() -> None:
-    global _atexit_registered
-    if not _atexit_registered:
-        import atexit
+    """(Re-)register the closer so it runs before the ``_on_exit`` hook of every Connect client
+    created so far (atexit runs last-registered first): a closed client skips its exit RPCs,
+    which would otherwise retry against a server that is already gone."""
+    import atexit
 
-        atexit.register(_close_all_at_exit)
-        _atexit_registered = True
+    atexit.unregister(_close_all_at_exit)
+    atexit.register(_close_all_at_exit)
 
 _LOG4J2 = """\
 rootLogger.level = error
@@ -196,6 +198,38 @@ def embedded_cancel_all_jobs() -> None:
         classic.sparkContext.cancelAllJobs()
 
 
+#: how long a Connect call keeps retrying an unreachable server, about (s)
+CONNECT_RETRY_BUDGET_S = 60
+
+
+def _bounded_retries() -> Any:
+    """PySpark's retry policy, bounded to about ``CONNECT_RETRY_BUDGET_S`` instead of its 10+
+    minutes: a task whose Spark server is gone fails within a minute and failover takes over
+    (Flink fails a task whose resources are lost rather than waiting for them)."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    # backoffs 0.05, 0.2, 0.8, 3.2, then 10 s each: ~64 s over 10 retries
+    return DefaultPolicy(max_retries=10, max_backoff=10_000,
+                         max_server_retry_delay=CONNECT_RETRY_BUDGET_S * 1000)
+
+
+def _remote_channel(url: str) -> Any:
+    """A Connect channel to a remote server that sends only the URL's own ``token``.
+
+    PySpark's channel builder falls back to ``SPARK_CONNECT_AUTHENTICATE_TOKEN``, which starting
+    an embedded server sets for the whole process; a remote server would then be asked for TLS
+    with the embedded server's token (the handshake fails and the client retries for minutes).
+    """
+    from pyspark.sql.connect.client.core import DefaultChannelBuilder
+
+    class _RemoteChannelBuilder(DefaultChannelBuilder):
+        @property
+        def token(self) -> str | None:
+            return self._params.get(DefaultChannelBuilder.PARAM_TOKEN)  # type: ignore[no-any-return]
+
+    return _RemoteChannelBuilder(url)
+
+
 class SparkSessionProvider:
     """Lazily creates and hands out this process's Spark Connect session.
 
@@ -233,7 +267,7 @@ class SparkSessionProvider:
         _prepare_environment()
         from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-        cores = os.cpu_count() or 1
+        cores = self._configuration.get(TM_CPU_CORES) or os.cpu_count() or 1
         remote = self._configuration.get_raw("spark.remote") or f"local[{cores}]"
         settings = default_spark_settings(cores)
         settings.update(self._configuration.spark_settings())
@@ -245,7 +279,11 @@ class SparkSessionProvider:
             url = f"sc://localhost:{port}"
             runtime = {k: v for k, v in settings.items() if k.startswith("spark.sql.")}
         self._master = str(remote)
-        session = ConnectSession.builder.remote(url).create()
+        if str(remote).startswith("sc://"):
+            session = ConnectSession.builder.channelBuilder(_remote_channel(url)).create()
+        else:
+            session = ConnectSession.builder.remote(url).create()
+        session.client.set_retry_policies([_bounded_retries()])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             session.conf._set_all(configs=runtime, silent=True)
