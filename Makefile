@@ -32,7 +32,7 @@ lint: $(STAMP)
 clean:
 	rm -rf $(VENV) build *.egg-info
 
-# Benchmarks (docs/benchmarks.md): flintlock vs plain PySpark, PyFlink and DuckDB, ~25 min at SF 1.
+# Benchmarks (docs/benchmarks.md): flintlock vs plain PySpark, PyFlink and DuckDB, ~2 h at SF 1.
 # BENCH_ARGS passes options, e.g. BENCH_ARGS="--workloads q1,q6 --runs 5".
 .PHONY: bench
 bench: $(STAMP)

@@ -1,6 +1,7 @@
 """``python -m benchmarks run|report``: the flintlock benchmark harness (see docs/benchmarks.md).
 
     python -m benchmarks run [--sf 1] [--runs 3] [--systems a,b] [--workloads x,y] ...
+    python -m benchmarks run --spark-remote sc://host:15002|standalone ...
     python -m benchmarks report benchmarks/results/<date>-<host>.json
 """
 
@@ -12,13 +13,18 @@ import sys
 import click
 
 from benchmarks.runner import EXTRA_WORKLOADS, Settings, run_benchmark
+from benchmarks.spark_target import check_spec
 from benchmarks.systems import SYSTEMS, RunFailed
 from benchmarks.verify import WrongAnswer
-from benchmarks.workloads import WORKLOADS
+from benchmarks.workloads import TPCH, WORKLOADS
 
 
-def _names(value: str, allowed: tuple[str, ...], what: str) -> list[str]:
-    names = [n.strip() for n in value.split(",") if n.strip()]
+def _names(value: str, allowed: tuple[str, ...], what: str,
+           groups: dict[str, tuple[str, ...]] | None = None) -> list[str]:
+    names = []
+    for n in (n.strip() for n in value.split(",")):
+        names += (groups or {}).get(n, (n,) if n else ())
+    names = list(dict.fromkeys(names))  # a name given twice runs once
     unknown = [n for n in names if n not in allowed]
     if unknown or not names:
         raise click.BadParameter(f"unknown {what} {unknown or value!r}; choose from "
@@ -36,6 +42,23 @@ def _sizes(value: str) -> list[int]:
     return sizes
 
 
+def _spark_remote(spec: str | None, conf: tuple[str, ...]) -> tuple[str | None, list[str]]:
+    """``--spark-remote`` and the ``-D`` list without ``spark.remote``: a ``-D spark.remote=URL``
+    alone means ``--spark-remote URL`` (plain PySpark then uses that Spark too)."""
+    rest = [c for c in conf if not c.strip().startswith("spark.remote=")]
+    given = {c.split("=", 1)[1].strip() for c in conf if c.strip().startswith("spark.remote=")}
+    if len(given) > 1 or (spec and given and given != {spec}):
+        raise click.BadParameter("use --spark-remote (one Spark for flintlock and plain PySpark), "
+                                 "not a different -D spark.remote", param_hint="--spark-remote")
+    spec = spec or next(iter(given), None)
+    if spec is None:
+        return None, rest
+    try:
+        return check_spec(spec), rest
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--spark-remote") from None
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def cli() -> None:
     """flintlock side by side with plain PySpark, PyFlink and DuckDB."""
@@ -49,8 +72,10 @@ def cli() -> None:
               help="Warm-up rounds per workload (not measured).")
 @click.option("--systems", default=",".join(SYSTEMS), show_default=True,
               help="Comma-separated systems.")
-@click.option("--workloads", default=",".join((*WORKLOADS, *EXTRA_WORKLOADS)), show_default=True,
-              help="Comma-separated workloads (latency and control_plane included).")
+@click.option("--workloads", default=",".join(("tpch", *(w for w in WORKLOADS if w not in TPCH),
+                                               *EXTRA_WORKLOADS)), show_default=True,
+              help="Comma-separated workloads (latency and control_plane included); "
+                   "'tpch' stands for q1,...,q22.")
 @click.option("--data", "data_root", default="data", show_default=True,
               help="Data root (generated there when missing).")
 @click.option("--text-copies", type=click.IntRange(min=1), default=38, show_default=True,
@@ -58,7 +83,8 @@ def cli() -> None:
 @click.option("-p", "--parallelism", type=click.IntRange(min=1), default=None,
               help="Parallelism of flintlock and PyFlink jobs [default: cores].")
 @click.option("--cores", type=click.IntRange(min=1), default=None,
-              help="Spark local[N] of plain PySpark [default: all cores].")
+              help="Spark local[N] of plain PySpark, or the worker's cores with --spark-remote "
+                   "standalone [default: all cores].")
 @click.option("--task-managers", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option("--slots", type=click.IntRange(min=1), default=1, show_default=True,
               help="Slots per TaskManager of the session cluster.")
@@ -74,6 +100,12 @@ def cli() -> None:
               help="Seconds of measured control-plane jobs per size (at least one job runs).")
 @click.option("-D", "flintlock_conf", multiple=True, metavar="KEY=VALUE",
               help="Extra flintlock configuration for both flintlock systems (repeatable).")
+@click.option("--spark-remote", metavar="URL|standalone", default=None,
+              help="One Spark for flintlock and plain PySpark: a Spark Connect server "
+                   "(sc://host:port; TaskManagers get -D spark.remote=URL, PySpark connects with "
+                   "SparkSession.builder.remote) or 'standalone' (a Spark standalone cluster "
+                   "started and stopped by the harness). [default: each system its own local "
+                   "Spark]")
 @click.option("--keep-going", is_flag=True,
               help="Record a failed or timed-out run and go on (wrong answers always stop).")
 @click.option("--require-pyflink", is_flag=True,
@@ -85,22 +117,24 @@ def run(sf: float, runs: int, warmups: int, systems: str, workloads: str, data_r
         text_copies: int, parallelism: int | None, cores: int | None, task_managers: int,
         slots: int, timeout: float, latency_runs: int, control_plane_sizes: str,
         control_plane_runs: int, control_plane_timeout: float,
-        control_plane_budget: float, flintlock_conf: tuple[str, ...],
+        control_plane_budget: float, flintlock_conf: tuple[str, ...], spark_remote: str | None,
         keep_going: bool, require_pyflink: bool, out_dir: str, no_report: bool,
         docs: str | None) -> None:
     """Run the benchmark, write benchmarks/results/<date>-<host>.json and the report."""
     n = os.cpu_count() or 1
+    remote, conf = _spark_remote(spark_remote, flintlock_conf)
     settings = Settings(
         data_root=data_root, sf=sf, runs=runs, warmups=warmups,
         systems=_names(systems, SYSTEMS, "systems"),
-        workloads=_names(workloads, (*WORKLOADS, *EXTRA_WORKLOADS), "workloads"),
+        workloads=_names(workloads, (*WORKLOADS, *EXTRA_WORKLOADS), "workloads",
+                         {"tpch": TPCH}),
         parallelism=parallelism or n, cores=cores or n, task_managers=task_managers,
         slots_per_task_manager=slots, text_copies=text_copies, timeout_s=timeout,
         latency_runs=latency_runs, control_plane_sizes=_sizes(control_plane_sizes),
         control_plane_runs=control_plane_runs, control_plane_timeout_s=control_plane_timeout,
         control_plane_budget_s=control_plane_budget,
         keep_going=keep_going, pyflink_required=require_pyflink, out_dir=out_dir,
-        flintlock_conf=list(flintlock_conf),
+        flintlock_conf=conf, spark_remote=remote,
     )
     try:
         path = run_benchmark(settings, log=lambda msg: click.echo(msg, err=True))

@@ -7,8 +7,13 @@ many splits as the other systems). Flink reads the text of the word count direct
 CSV with a delimiter that never occurs. Reading CSV costs Flink more than Parquet would; the
 report says so.
 
-The TPC-H SQL is ``examples.tpch.reference``'s, adapted to Flink's dialect: quoted interval
-literals (``INTERVAL '90' DAY``) and averages over DOUBLE (as every other system computes them).
+The TPC-H SQL of all 22 queries is ``examples.tpch.reference``'s, adapted to Flink's dialect:
+quoted interval literals (``INTERVAL '90' DAY``), averages over DOUBLE (as every other system
+computes them) and the per-query ``EDITS`` (DOUBLE quotients in Q8 and Q14, the reserved word
+``value`` quoted in Q11). Flink's batch planner runs every query as written, correlated
+subqueries, EXISTS / NOT EXISTS, NOT IN and the WITH view of Q15 included (checked against DuckDB
+at SF 0.01), so ``UNSUPPORTED`` (workloads PyFlink skips, with the reason the runner records) is
+empty.
 """
 
 from __future__ import annotations
@@ -29,13 +34,31 @@ CSV_CACHE = REPO / ".cache" / "bench-csv"
 
 TPCH_TABLES = {
     "q1": ("lineitem",),
+    "q2": ("part", "supplier", "partsupp", "nation", "region"),
     "q3": ("customer", "orders", "lineitem"),
+    "q4": ("orders", "lineitem"),
     "q5": ("customer", "orders", "lineitem", "supplier", "nation", "region"),
     "q6": ("lineitem",),
+    "q7": ("supplier", "lineitem", "orders", "customer", "nation"),
+    "q8": ("part", "supplier", "lineitem", "orders", "customer", "nation", "region"),
+    "q9": ("part", "supplier", "lineitem", "partsupp", "orders", "nation"),
     "q10": ("customer", "orders", "lineitem", "nation"),
+    "q11": ("partsupp", "supplier", "nation"),
     "q12": ("orders", "lineitem"),
+    "q13": ("customer", "orders"),
+    "q14": ("lineitem", "part"),
+    "q15": ("lineitem", "supplier"),
+    "q16": ("partsupp", "part", "supplier"),
+    "q17": ("lineitem", "part"),
     "q18": ("customer", "orders", "lineitem"),
+    "q19": ("lineitem", "part"),
+    "q20": ("supplier", "nation", "partsupp", "part", "lineitem"),
+    "q21": ("supplier", "lineitem", "orders", "nation"),
+    "q22": ("customer", "orders"),
 }
+
+#: Workloads PyFlink does not run, with the reason (recorded in the results' ``skipped``).
+UNSUPPORTED: dict[str, str] = {}
 
 WORD_COUNT_SQL = r"""
 SELECT word, `count` FROM (
@@ -85,6 +108,20 @@ def flink_type(arrow_type: Any) -> str:
     return "STRING"  # strings, and timestamps with a zone (read as text; no query uses them)
 
 
+#: Per-query edits of the reference SQL for Flink: ``[(old text, new text)]``, each must match.
+EDITS: dict[str, list[tuple[str, str]]] = {
+    # DOUBLE quotients, as DuckDB's (Flink's DECIMAL quotient keeps 6 decimal places)
+    "q8": [("sum(CASE WHEN nation = 'BRAZIL' THEN volume ELSE 0 END) / sum(volume)",
+            "CAST(sum(CASE WHEN nation = 'BRAZIL' THEN volume ELSE 0 END) AS DOUBLE)"
+            " / CAST(sum(volume) AS DOUBLE)")],
+    "q14": [("100.00 * sum(", "100.0 * CAST(sum("), ("ELSE 0 END)\n", "ELSE 0 END) AS DOUBLE)\n"),
+            ("/ sum(l_extendedprice * (1 - l_discount))",
+             "/ CAST(sum(l_extendedprice * (1 - l_discount)) AS DOUBLE)")],
+    # VALUE is a reserved word in Flink SQL
+    "q11": [("AS value", "AS `value`"), ("ORDER BY value", "ORDER BY `value`")],
+}
+
+
 def flink_query(workload: str) -> str:
     """The Flink SQL text of a workload."""
     if workload == "word_count":
@@ -92,6 +129,10 @@ def flink_query(workload: str) -> str:
     if workload == "flights":
         return FLIGHTS_SQL
     sql = tpch_reference.QUERIES[workload]
+    for old, new in EDITS.get(workload, []):
+        if old not in sql:
+            raise ValueError(f"{workload}: the reference SQL no longer contains {old!r}")
+        sql = sql.replace(old, new)
     sql = re.sub(r"INTERVAL (\d+) (DAY|MONTH|YEAR)", r"INTERVAL '\1' \2", sql)
     return re.sub(r"\bavg\((\w+)\)", r"avg(CAST(\1 AS DOUBLE))", sql)
 

@@ -35,8 +35,7 @@ __all__ = ["CHARTS", "RATIOS", "render_markdown", "write_charts", "write_report"
 
 REPO = Path(__file__).resolve().parents[1]
 ORDER = (FLINTLOCK_SESSION, FLINTLOCK_LOCAL, PYSPARK_WARM, PYSPARK_COLD, PYFLINK, DUCKDB)
-WORKLOAD_TITLES = {"q1": "TPC-H Q1", "q3": "TPC-H Q3", "q5": "TPC-H Q5", "q6": "TPC-H Q6",
-                   "q10": "TPC-H Q10", "q12": "TPC-H Q12", "q18": "TPC-H Q18",
+WORKLOAD_TITLES = {**{q: f"TPC-H Q{q[1:]}" for q in TPCH},
                    "word_count": "word count", "flights": "nycflights13"}
 #: (column title, numerator system, denominator system, metric)
 RATIOS = (
@@ -132,6 +131,26 @@ def _machine(doc: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def spark_line(doc: Mapping[str, Any]) -> str:
+    """Which Spark the Spark-based systems used (the results' ``spark``; older ones had none)."""
+    spark = doc.get("spark") or {"mode": "local"}
+    cores = doc.get("settings", {}).get("cores")
+    if spark.get("mode", "local") == "local":
+        return ("- Spark: each system its own, embedded: every flintlock TaskManager starts a "
+                "Spark Connect server in its process (`local[<cores>]`), plain PySpark a classic "
+                f"`local[{cores}]` session in its process.")
+    url = spark.get("remote")
+    if spark.get("mode") == "standalone":
+        where = (f"a Spark standalone cluster started by the harness for the run (master "
+                 f"`{spark.get('master')}`, one worker with {spark.get('worker_cores')} cores and "
+                 f"{spark.get('worker_memory')}, Spark Connect server `{url}`)")
+    else:
+        where = f"the Spark Connect server `{url}` (`--spark-remote`)"
+    return (f"- Spark: one shared Spark, {where}: flintlock's TaskManagers with "
+            f"`spark.remote={url}`, plain PySpark as a PySpark Connect client "
+            "(`SparkSession.builder.remote`). DuckDB and PyFlink do not use Spark.")
+
+
 def _settings(doc: Mapping[str, Any]) -> list[str]:
     s = doc.get("settings", {})
     d = doc.get("data", {})
@@ -144,8 +163,9 @@ def _settings(doc: Mapping[str, Any]) -> list[str]:
         f"workload; systems alternate, their order rotating every round. Cells: median (min–max) "
         "in seconds.",
         f"- Parallelism {s.get('parallelism')} everywhere (flintlock `-p`, PyFlink "
-        f"`parallelism.default`); Spark `local[{s.get('cores')}]`; the session cluster has "
-        f"{s.get('task_managers')} TaskManagers x {s.get('slots_per_task_manager')} slot(s).",
+        f"`parallelism.default`); the session cluster has {s.get('task_managers')} TaskManagers "
+        f"x {s.get('slots_per_task_manager')} slot(s).",
+        spark_line(doc),
     ]
 
 
@@ -186,9 +206,12 @@ def render_markdown(doc: Mapping[str, Any], source: str, images: Mapping[str, st
     if doc.get("aborted"):
         out += ["> **The run was aborted**; the figures are incomplete.", ""]
     out += ["## Machine and settings", "", *_machine(doc), *_settings(doc), "",
-            "Run it (the defaults aim at about 25 minutes at SF 1 on an idle 2-core machine with "
-            "flintlock near its targets; a slower flintlock stretches that, each run being cut "
-            "at `--timeout`; `python -m benchmarks run --help` lists the knobs):",
+            "Run it (the defaults, all 22 TPC-H queries and the other workloads with 1 warm-up "
+            "and 3 measured rounds, take roughly 1 h 45 min to 2 h at SF 1 on an idle 2-core "
+            "machine; a slower flintlock stretches that, each run being cut at `--timeout`; "
+            "`--workloads` and `--systems` select a part (`--workloads tpch` is the 22 queries), "
+            "`--spark-remote` runs the Spark-based systems on one shared Spark, "
+            "`python -m benchmarks run --help` lists the knobs):",
             "", "```bash", "make bench            # = .venv/bin/python -m benchmarks run --sf 1",
             "python -m benchmarks report benchmarks/results/<date>-<host>.json  # this page",
             "```", ""]
@@ -285,14 +308,19 @@ def render_markdown(doc: Mapping[str, Any], source: str, images: Mapping[str, st
             "`examples/tpch/reference.py`, `examples/word_count.py`, `examples/flights.py`) "
             "before its time counts; a wrong answer stops the run.",
             "- flintlock runs the programs of `examples/` (`benchmarks/programs/flintlock_job.py`);"
-            " plain PySpark runs idiomatic DataFrame code (`benchmarks/pyspark_queries.py`), "
-            "classic PySpark with Spark's defaults apart from `local[N]`; both collect the rows.",
+            " plain PySpark runs idiomatic DataFrame code (`benchmarks/pyspark_queries.py`, "
+            "`benchmarks/pyspark_queries_q12_q22.py`) with Spark's defaults apart from "
+            + ("`local[N]` (classic PySpark)" if (doc.get("spark") or {}).get("mode", "local")
+               == "local" else "the shared Spark (PySpark Connect)")
+            + "; both collect the rows.",
             "- PyFlink (apache-flink from PyPI, Table API / SQL in batch mode) lives in its own "
             "venv (`.cache/bench-pyflink-venv`: it pins pandas < 2.3 and pyarrow < 21). Its pip "
             "package has no Parquet format, so it reads CSV copies of the same data, written "
-            "once by DuckDB: parsing CSV costs it more than Parquet would.",
-            "- flintlock-local's engine time includes starting its MiniCluster and Spark session: "
-            "the program's first `execute()` starts them.",
+            "once by DuckDB: parsing CSV costs it more than Parquet would. It runs the reference "
+            "SQL in Flink's dialect (`benchmarks/flink_sql.py`).",
+            "- flintlock-local's engine time includes starting its MiniCluster and Spark session "
+            "(with a shared Spark: connecting to it): the program's first `execute()` starts "
+            "them.",
             "- DuckDB runs in the harness process and stands for what the hardware allows on one "
             "machine.",
             "- Failover: see [failover-benchmark.md](failover-benchmark.md).",
@@ -316,7 +344,7 @@ def write_charts(doc: Mapping[str, Any], images_dir: Path) -> dict[str, str]:
         workloads = _workloads(table)
         if not systems or not workloads:
             return
-        fig, ax = plt.subplots(figsize=(11, 4.8))
+        fig, ax = plt.subplots(figsize=(max(11.0, 0.6 * len(workloads) + 2), 4.8))
         width = 0.8 / len(systems)
         for i, system in enumerate(systems):
             xs = [j + (i - (len(systems) - 1) / 2) * width for j in range(len(workloads))]
@@ -327,7 +355,8 @@ def write_charts(doc: Mapping[str, Any], images_dir: Path) -> dict[str, str]:
                       for w in workloads]
             ax.bar(xs, ys, width, label=system, yerr=[err_lo, err_hi], capsize=2)
         ax.set_xticks(range(len(workloads)))
-        ax.set_xticklabels([WORKLOAD_TITLES.get(w, w) for w in workloads], rotation=20)
+        ax.set_xticklabels([WORKLOAD_TITLES.get(w, w) for w in workloads],
+                           rotation=20 if len(workloads) <= 10 else 45, ha="right")
         ax.set_yscale("log")
         ax.set_ylabel("seconds (log scale; median, min-max)")
         ax.set_title(title)

@@ -7,6 +7,13 @@ right after another's page-cache or JIT warm-up). The first ``warmups`` rounds a
 time is kept; a wrong answer stops the run (``WrongAnswer``). A run that fails or times out stops
 it too, unless ``keep_going`` (then it is recorded with its error).
 
+A system may decline a workload (``System.skip_reason``, e.g. a query PyFlink cannot run): it is
+left out of that workload's rounds and the reason recorded in ``skipped``.
+
+With ``spark_remote`` (``--spark-remote``; ``benchmarks.spark_target``) the Spark-based systems
+share one Spark: a Spark Connect URL, or ``standalone`` for a Spark standalone cluster the harness
+starts first and stops last. The document's ``spark`` entry says which Spark was used.
+
 After the data workloads: small-job latency on the session cluster (``programs/small_job.py``) and
 control-plane throughput (``benchmarks.control_plane``, one process per job size, measured jobs
 until ``control_plane_budget_s`` is spent; sizes after one that failed or overran
@@ -31,6 +38,7 @@ from typing import Any
 
 from benchmarks.machine import machine_info
 from benchmarks.memory import MemorySampler
+from benchmarks.spark_target import SparkTarget, start_spark
 from benchmarks.systems import SYSTEMS, Context, RunFailed, System, make_system, run_process
 from benchmarks.verify import check_answer
 from benchmarks.workloads import WORKLOADS, DuckDB, ensure_data, sort_keys
@@ -65,6 +73,7 @@ class Settings:
     pyflink_required: bool = False
     out_dir: str = "benchmarks/results"
     flintlock_conf: list[str] = field(default_factory=list)
+    spark_remote: str | None = None  # None: every system its own local Spark; a URL; "standalone"
 
 
 def _rotate(items: list[str], k: int) -> list[str]:
@@ -100,11 +109,25 @@ def run_benchmark(s: Settings, log: Callable[[str], None] = print) -> Path:
         "schema": 1, "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
         "command": " ".join(["python -m benchmarks", *sys.argv[1:]]),
         "machine": info, "settings": asdict(s), "data": paths.describe(), "systems": {},
-        "measurements": [], "errors": [], "skipped": [],
+        "spark": SparkTarget("local").describe(), "measurements": [], "errors": [], "skipped": [],
     }
     systems: list[System] = []
+    spark: SparkTarget | None = None
     ok = False
     try:
+        spark_based = {"flintlock-session", "flintlock-local", "pyspark-warm", "pyspark-cold"}
+        uses_spark = "latency" in s.workloads or (data_workloads and spark_based & set(s.systems))
+        try:
+            spark = start_spark(s.spark_remote if uses_spark else None, workdir, s.cores, log)
+        except RuntimeError as exc:  # the standalone cluster did not come up
+            raise RunFailed(f"Spark standalone cluster: {exc}") from exc
+        spark.watch(sampler)
+        doc["spark"] = spark.describe()
+        if spark.remote:
+            ctx.spark_remote = spark.remote
+            ctx.flintlock_conf = [*(c for c in ctx.flintlock_conf
+                                    if not c.startswith("spark.remote=")),
+                                  f"spark.remote={spark.remote}"]
         db = DuckDB(paths)
         references = {}
         for w in data_workloads:
@@ -126,8 +149,9 @@ def run_benchmark(s: Settings, log: Callable[[str], None] = print) -> Path:
         t_data = time.perf_counter()
         for k, w in enumerate(data_workloads, start=1):
             t_w = time.perf_counter()
+            running = _not_declined(w, active, by_name, doc, log)
             for i in range(s.warmups + s.runs):
-                for name in _rotate(active, i):
+                for name in _rotate(running, i):
                     _one_run(by_name[name], w, i, s, ctx, references[w], doc, log)
             left = (time.perf_counter() - t_data) / k * (len(data_workloads) - k)
             log(f"{w}: done in {time.perf_counter() - t_w:.0f} s (total "
@@ -145,6 +169,11 @@ def run_benchmark(s: Settings, log: Callable[[str], None] = print) -> Path:
                 x.stop()
             except Exception as exc:  # keep stopping the others
                 log(f"warning: stopping {x.name} failed: {exc}")
+        if spark is not None:
+            try:
+                spark.stop()
+            except Exception as exc:
+                log(f"warning: stopping the Spark standalone cluster failed: {exc}")
         sampler.sample_once()
         sampler.stop()
         doc["memory"] = sampler.peaks()
@@ -165,6 +194,20 @@ def run_benchmark(s: Settings, log: Callable[[str], None] = print) -> Path:
     path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
     log(f"results: {path} ({doc['duration_s'] / 60:.1f} min)")
     return path
+
+
+def _not_declined(workload: str, active: list[str], by_name: dict[str, System],
+                  doc: dict[str, Any], log: Callable[[str], None]) -> list[str]:
+    """The systems of ``active`` that run ``workload``; the others' reasons go to ``skipped``."""
+    running = []
+    for name in active:
+        reason = by_name[name].skip_reason(workload)
+        if reason is None:
+            running.append(name)
+            continue
+        log(f"{workload:10s} {name:17s} skipped: {reason}")
+        doc["skipped"].append({"workload": workload, "system": name, "reason": reason})
+    return running
 
 
 def _start(name: str, ctx: Context, s: Settings, doc: dict[str, Any],

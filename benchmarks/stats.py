@@ -33,7 +33,8 @@ __all__ = [
     "summarize_control_plane",
 ]
 
-TPCH = ("q1", "q3", "q5", "q6", "q10", "q12", "q18")
+#: The TPC-H queries (``benchmarks.workloads.TPCH``; repeated here so this module stays pure).
+TPCH = tuple(f"q{n}" for n in range(1, 23))
 FLINTLOCK_SESSION = "flintlock-session"
 FLINTLOCK_LOCAL = "flintlock-local"
 PYSPARK_WARM = "pyspark-warm"

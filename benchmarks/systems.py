@@ -7,12 +7,19 @@ system                 one run                                                  
                        session cluster (JobManager + 2 TaskManagers) started once           call; ``rest_s``: the
                                                                                             job's REST duration
 ``flintlock-local``    ``flintlock run -p P flintlock_job.py`` (embedded MiniCluster, cold) process / collect call
-``pyspark-warm``       a request to one long-lived PySpark worker (classic, ``local[N]``)   query incl. collect
-``pyspark-cold``       a fresh ``python pyspark_job.py`` (``local[N]``)                     process / query
+``pyspark-warm``       a request to one long-lived PySpark worker (classic ``local[N]``;    query incl. collect
+                       Connect with ``--spark-remote``)
+``pyspark-cold``       a fresh ``python pyspark_job.py`` (``local[N]`` or Connect)          process / query
 ``pyflink``            a fresh ``python pyflink_job.py`` in the PyFlink venv (Table API /   process / query
                        SQL, batch mode, parallelism P, CSV inputs)
 ``duckdb``             the reference SQL in the harness process (hardware reference)        query incl. fetch
 =====================  ===================================================================  =====================
+
+With ``--spark-remote`` (``Context.spark_remote``, see ``benchmarks.spark_target``) the
+flintlock TaskManagers get ``-D spark.remote=<url>`` (added to ``flintlock_conf`` by the runner)
+and both PySpark systems connect to that Spark Connect server instead of starting ``local[N]``.
+A system may decline a workload (``System.skip_reason``; PyFlink for ``flink_sql.UNSUPPORTED``):
+the runner records the reason instead of running it.
 
 Every system writes its answer as Arrow IPC (``benchmarks/programs/_answer.py``); the runner
 checks it against DuckDB's before the timing counts. Process trees are watched by the
@@ -64,6 +71,7 @@ class Context:
     sampler: MemorySampler
     log: Any = print
     flintlock_conf: list[str] = field(default_factory=list)  # extra -D key=value
+    spark_remote: str | None = None  # Spark Connect URL of the PySpark peers (None: local[N])
 
 
 @dataclass
@@ -152,6 +160,10 @@ class System:
     def start(self) -> None:
         """Bring the system up (warm systems); may record start-up facts in ``self.info``."""
 
+    def skip_reason(self, workload: str) -> str | None:
+        """Why this system does not run ``workload`` (recorded as skipped), or None."""
+        return None
+
     def run(self, workload: str, run_dir: Path) -> RunResult:
         raise NotImplementedError
 
@@ -228,11 +240,27 @@ class FlintlockLocal(System):
         return RunResult(wall, meta["job_s"], None, cols, rows)
 
 
+def _spark_args(ctx: Context) -> list[str]:
+    """``pyspark_job.py``'s Spark: ``--cores N`` (classic ``local[N]``) or ``--remote URL``."""
+    if ctx.spark_remote:
+        return ["--remote", ctx.spark_remote]
+    return ["--cores", str(ctx.cores)]
+
+
+def _spark_info(ctx: Context) -> dict[str, Any]:
+    if ctx.spark_remote:
+        return {"spark": f"Spark Connect {ctx.spark_remote}"}
+    return {"spark": f"classic local[{ctx.cores}]"}
+
+
 class PySparkCold(System):
     name = "pyspark-cold"
 
+    def start(self) -> None:
+        self.info = _spark_info(self.ctx)
+
     def run(self, workload: str, run_dir: Path) -> RunResult:
-        cmd = [sys.executable, str(PROGRAMS / "pyspark_job.py"), "--cores", str(self.ctx.cores),
+        cmd = [sys.executable, str(PROGRAMS / "pyspark_job.py"), *_spark_args(self.ctx),
                *_program_args(self.ctx, workload, run_dir)]
         env = _clean_env(PYSPARK_PYTHON=sys.executable)
         wall = run_process(cmd, self.name, self.ctx, f"{run_dir.name}-pyspark", env)
@@ -250,7 +278,7 @@ class PySparkWarm(System):
 
     def start(self) -> None:
         cmd = [sys.executable, str(PROGRAMS / "pyspark_job.py"), "--serve",
-               "--cores", str(self.ctx.cores), *self.ctx.paths.as_args()]
+               *_spark_args(self.ctx), *self.ctx.paths.as_args()]
         self._err = open(self.ctx.workdir / "pyspark-warm-worker.log", "wb")
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -259,7 +287,7 @@ class PySparkWarm(System):
                                      start_new_session=True)
         self.ctx.sampler.watch("pyspark-warm-driver", self.proc.pid)
         self._reply(max(self.ctx.timeout_s, 120))
-        self.info = {"start_s": time.perf_counter() - t0}
+        self.info = {"start_s": time.perf_counter() - t0, **_spark_info(self.ctx)}
         self.ctx.log(f"  PySpark worker up in {self.info['start_s']:.1f} s")
 
     def _reply(self, timeout_s: float) -> dict[str, Any]:
@@ -309,6 +337,11 @@ class PyFlink(System):
         self.info = {"apache-flink": PYFLINK_VERSION, "python": str(self.python),
                      "inputs": "CSV copies of the Parquet data (no Parquet format in PyFlink's pip "
                                "package)"}
+
+    def skip_reason(self, workload: str) -> str | None:
+        from benchmarks.flink_sql import UNSUPPORTED
+
+        return UNSUPPORTED.get(workload)
 
     def run(self, workload: str, run_dir: Path) -> RunResult:
         from benchmarks.flink_sql import flink_spec

@@ -1,4 +1,4 @@
-"""Plain PySpark (classic, ``local[N]``) running a benchmark workload: cold or as a warm worker.
+"""Plain PySpark (classic ``local[N]``, or Connect) running a benchmark workload: cold or warm.
 
 Cold, as users run a job (a fresh ``python job.py``: interpreter, JVM and session start included)::
 
@@ -9,6 +9,10 @@ Warm (``--serve``): starts one session, prints ``{"ready": ...}`` and then answe
 per request read from stdin (``{"workload", "result", "meta"}``) with ``{"ok", "job_s"}`` or
 ``{"ok": false, "error"}``. The protocol uses the process's original stdout; everything else that
 writes to fd 1 (the JVM included) is sent to stderr.
+
+With ``--remote sc://host:port`` (the harness's ``--spark-remote``) the session is a PySpark
+Connect client of that server (``SparkSession.builder.remote(url)``) instead of a classic
+``local[N]`` Spark in this process.
 
 ``job_s`` is the query including ``collect()``; the answer is written as Arrow IPC. Only pyspark,
 pyarrow and ``benchmarks.pyspark_queries`` are imported: no flintlock.
@@ -29,9 +33,11 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 
-def session(cores: int):  # type: ignore[no-untyped-def]
+def session(cores: int, remote: str | None = None):  # type: ignore[no-untyped-def]
     from pyspark.sql import SparkSession
 
+    if remote:
+        return SparkSession.builder.remote(remote).getOrCreate()
     spark = (
         SparkSession.builder.master(f"local[{cores}]")
         .appName("pyspark-benchmark")
@@ -81,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--result")
     p.add_argument("--meta")
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--remote", default=None, metavar="URL",
+                   help="a Spark Connect server (sc://host:port) instead of local[--cores]")
     p.add_argument("--serve", action="store_true", help="answer workload requests from stdin")
     args = p.parse_args(argv)
 
@@ -91,11 +99,11 @@ def main(argv: list[str] | None = None) -> int:
         out = os.fdopen(os.dup(1), "w")
         os.dup2(2, 1)  # the JVM and any print() go to stderr; fd `out` carries the protocol
         sys.stdout = sys.stderr
-        serve(session(args.cores), paths, out)
+        serve(session(args.cores, args.remote), paths, out)
         return 0
     if not (args.workload and args.result and args.meta):
         p.error("--workload, --result and --meta are needed unless --serve")
-    spark = session(args.cores)
+    spark = session(args.cores, args.remote)
     run_one(spark, args.workload, paths, args.result, args.meta)
     spark.stop()
     return 0
