@@ -23,7 +23,7 @@ from typing import Any
 from flintlock.client.remote import cluster_state_dir
 from flintlock.client.rest_cluster_client import RestClusterClient
 from flintlock.config import Configuration
-from flintlock.config.options import CLUSTER_SECRET, LOG_DIR
+from flintlock.config.options import CLUSTER_SECRET, LOG_DIR, TM_CPU_CORES
 from flintlock.exceptions import FlintlockException
 from flintlock.runtime.entrypoint.common import SECRET_ENV
 
@@ -115,6 +115,15 @@ def _wait_for_port_file(name: str, proc: subprocess.Popen[bytes], state: Path,
     )
 
 
+def _cpu_share(configuration: Configuration, task_managers: int) -> list[str]:
+    """``-D taskmanager.cpu.cores=<cores / N>`` for N TaskManagers on this host, so their embedded
+    Spark servers together run as many task threads as the host has cores (never oversubscribed);
+    nothing when the cores are configured or the TaskManagers use a remote Spark."""
+    if configuration.contains(TM_CPU_CORES) or configuration.get_raw("spark.remote"):
+        return []
+    return ["-D", f"taskmanager.cpu.cores={max(1, (os.cpu_count() or 1) // task_managers)}"]
+
+
 def start_cluster(configuration: Configuration, dynamic: list[str], task_managers: int,
                   timeout_s: float = 180.0) -> ClusterInfo:
     """Start a JobManager and ``task_managers`` TaskManagers; return once all registered.
@@ -143,7 +152,8 @@ def start_cluster(configuration: Configuration, dynamic: list[str], task_manager
         jm = _spawn("jobmanager", ["jobmanager", *d_args], state, secret)
         started.append(jm)
         ports = _wait_for_port_file("jobmanager", jm, state, 60)
-        tm_args = [*d_args, "-D", f"jobmanager.rpc.port={ports['rpc_port']}"]
+        tm_args = [*d_args, "-D", f"jobmanager.rpc.port={ports['rpc_port']}",
+                   *_cpu_share(configuration, task_managers)]
         for i in range(task_managers):
             started.append(_spawn(f"taskmanager-{i}", ["taskmanager", *tm_args], state, secret))
         client = RestClusterClient("127.0.0.1", int(ports["rest_port"]), secret)

@@ -212,6 +212,11 @@ TM_CPU_CORES = option(
     "CPU cores of a TaskManager: its embedded Spark server runs local[<cores>] and its subtasks "
     "use that many Spark partitions. Default: this machine's cores; `flintlock cluster start` "
     "gives each of its N TaskManagers cores/N, so they do not oversubscribe the host.")
+TM_SPARK_WARM_UP = option(
+    "taskmanager.spark.warm-up", True, _bool,
+    "Run one small plan on a TaskManager's fresh Spark server in the background once it has "
+    "registered, so the first job does not pay for class loading and code generation "
+    "(flintlock's own key).")
 TM_HOST = option("taskmanager.host", "127.0.0.1", _str, "Host the TaskManager binds and advertises.")
 TM_RPC_PORT = option("taskmanager.rpc.port", 0, nonneg_int, "TaskManager RPC port (0 = any).")
 REGISTRATION_TIMEOUT = option("taskmanager.registration.timeout", 300.0, duration,

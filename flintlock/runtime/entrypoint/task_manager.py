@@ -27,6 +27,7 @@ from flintlock.config.options import (
     TASK_SLOTS,
     TM_HOST,
     TM_RPC_PORT,
+    TM_SPARK_WARM_UP,
 )
 from flintlock.runtime.entrypoint.common import (
     cluster_secret,
@@ -90,7 +91,7 @@ async def _serve(configuration: Configuration, port_file: str | Path | None, sto
 
     spark = SparkSessionProvider(configuration)
     log.info("Starting the Spark session")
-    await asyncio.to_thread(spark.get)
+    session = await asyncio.to_thread(spark.get)
     owned_shuffle_dir = None
     shuffle_dir = configuration.get(SHUFFLE_DIR)
     if not shuffle_dir:
@@ -103,6 +104,14 @@ async def _serve(configuration: Configuration, port_file: str | Path | None, sto
         number_of_slots=configuration.get(TASK_SLOTS), spark_info=spark.describe(),
     )
     await task_executor.start()
+    warming: asyncio.Task[float] | None = None
+    if configuration.get(TM_SPARK_WARM_UP):
+        from flintlock.runtime.spark.warm_up import warm_up
+
+        # in the background: registration is not delayed, and a task that arrives meanwhile
+        # shares the class loading and code generation the warm-up already did
+        warming = asyncio.create_task(asyncio.to_thread(warm_up, session, owned_shuffle_dir),
+                                      name="spark-warm-up")
     reporter = await start_prometheus_reporter(configuration, [task_manager_source(
         [await rpc.connect(task_executor.address, TaskExecutorGateway)])])
     write_port_file(port_file, rpc_port=rpc.port, resource_id=str(task_executor.resource_id),
@@ -117,7 +126,9 @@ async def _serve(configuration: Configuration, port_file: str | Path | None, sto
             await reporter.stop()
         await task_executor.stop()
         await rpc.close()
-        spark.stop()
+        spark.stop()  # ends a warm-up still running (its Spark calls fail; it logs and returns)
+        if warming is not None:
+            await asyncio.wait([warming], timeout=10)
         if owned_shuffle_dir:
             shutil.rmtree(owned_shuffle_dir, ignore_errors=True)
         if port_file is not None:
