@@ -63,6 +63,7 @@ def _register_atexit() -> None:
     atexit.unregister(_close_all_at_exit)
     atexit.register(_close_all_at_exit)
 
+
 _LOG4J2 = """\
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
