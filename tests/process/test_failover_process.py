@@ -31,7 +31,6 @@ from benchmarks.failover import (
     REPO,
     SessionCluster,
     submitted_job_id,
-    wait_for_running_subtask,
 )
 from examples.tpch import reference
 from examples.tpch._common import tpch_path
@@ -118,10 +117,12 @@ def _the_job(cluster: SessionCluster, client: subprocess.Popen[str]) -> str:
 
 
 def _kill_during_the_lineitem_join(cluster: SessionCluster, job_id: str) -> dict[str, Any]:
-    """Wait until a subtask of the join reading lineitem runs; SIGKILL its TaskManager.
+    """Wait until a subtask of the join reading lineitem runs on a TaskManager where one of the
+    join's producers FINISHED; SIGKILL that TaskManager.
 
     Returns the killed TaskManager, the join's vertex id and the subtasks (vertex id, index) of
-    the join's producers that had FINISHED on the killed TaskManager.
+    the join's producers that had FINISHED on the killed TaskManager. Placement is the slot
+    manager's choice, so the poll looks at every running join subtask, not just the first seen.
     """
     job = cluster.job(job_id)
     nodes = {n["id"]: n for n in job["plan"]["nodes"]}
@@ -129,13 +130,26 @@ def _kill_during_the_lineitem_join(cluster: SessionCluster, job_id: str) -> dict
     (join,) = [n for n in nodes.values() if any(
         names[i["id"]].startswith("Source: lineitem") for i in n.get("inputs", []))]
     producers = [i["id"] for i in join["inputs"]]
-    subtask = wait_for_running_subtask(cluster, job_id, join["id"], timeout_s=300)
-    assert subtask is not None, "the job finished before the join was seen running"
-    killed = subtask["taskmanager-id"]
-    finished_there = [
-        (vid, s["subtask"]) for vid in producers
-        for s in cluster.get(f"/jobs/{job_id}/vertices/{vid}")["subtasks"]
-        if s["status"] == "FINISHED" and s["taskmanager-id"] == killed]
+    seen: list[Any] = []
+
+    def a_join_next_to_its_producers() -> tuple[str, list[tuple[str, int]]] | None:
+        running = {s["taskmanager-id"] for s in
+                   cluster.get(f"/jobs/{job_id}/vertices/{join['id']}")["subtasks"]
+                   if s["status"] == "RUNNING" and s["taskmanager-id"] != "(unassigned)"}
+        finished = [(vid, s["subtask"], s["taskmanager-id"]) for vid in producers
+                    for s in cluster.get(f"/jobs/{job_id}/vertices/{vid}")["subtasks"]
+                    if s["status"] == "FINISHED"]
+        seen[:] = [sorted(running), finished]
+        if cluster.job(job_id)["state"] in ("FINISHED", "FAILED", "CANCELED"):
+            raise AssertionError(f"the job ended before the join ran next to a producer: {seen}")
+        for tm in sorted(running):
+            there = [(vid, i) for vid, i, at in finished if at == tm]
+            if there:
+                return tm, there
+        return None
+
+    killed, finished_there = wait_until_sync(a_join_next_to_its_producers, 300, 0.02,
+                                             lambda: seen)
     cluster.kill_task_manager(killed)
     return {"task_manager": killed, "join": join["id"], "producers_on_killed": finished_there}
 
