@@ -51,17 +51,21 @@ from flintlock.graph.plan import stream_graph_plan
 from flintlock.graph.stream_graph import StreamGraph
 from flintlock.graph.stream_graph_generator import (
     DEFAULT_BATCH_JOB_NAME,
+    DEFAULT_STREAMING_JOB_NAME,
     StreamGraphSettings,
     generate_stream_graph,
     resolve_job_type,
 )
+from flintlock.graph.streaming import unbounded_sources
 from flintlock.runtime.jobgraph.job_graph import JobGraph
+from flintlock.runtime.jobgraph.types import JobType
 
 __all__ = ["RuntimeExecutionMode", "StreamExecutionEnvironment"]
 
 
 class RuntimeExecutionMode(enum.Enum):
-    """``execution.runtime-mode``: BATCH, STREAMING, or AUTOMATIC (BATCH for bounded sources)."""
+    """``execution.runtime-mode``: BATCH, STREAMING, or AUTOMATIC (BATCH when every source is
+    bounded, else STREAMING)."""
 
     STREAMING = "STREAMING"
     BATCH = "BATCH"
@@ -258,11 +262,15 @@ class StreamExecutionEnvironment:
         """The StreamGraph of the sinks added so far (they stay registered).
 
         Raises:
-            InvalidProgramException: no sinks, STREAMING mode, or an invalid program.
+            InvalidProgramException: no sinks, BATCH mode with an unbounded source, an operator
+                STREAMING mode does not run yet, or an invalid program.
         """
         conf = self.get_configuration()
-        job_type = resolve_job_type(str(conf.get(RUNTIME_MODE)))
-        name = job_name or conf.get(PIPELINE_NAME) or DEFAULT_BATCH_JOB_NAME
+        job_type = resolve_job_type(str(conf.get(RUNTIME_MODE)),
+                                    all_sources_bounded=not unbounded_sources(self._sinks))
+        default_name = (DEFAULT_BATCH_JOB_NAME if job_type is JobType.BATCH
+                        else DEFAULT_STREAMING_JOB_NAME)
+        name = job_name or conf.get(PIPELINE_NAME) or default_name
         conf.set(RUNTIME_MODE, job_type.value)
         conf.set(PIPELINE_NAME, name)
         settings = StreamGraphSettings(

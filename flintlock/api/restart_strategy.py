@@ -22,6 +22,7 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from flintlock.api.durations import Duration, to_millis
 from flintlock.config import Configuration, IllegalConfigurationException
 from flintlock.config.options import (
     EXP_INITIAL,
@@ -45,23 +46,6 @@ __all__ = [
 
 #: every key of a restart strategy starts with this
 RESTART_STRATEGY_PREFIX = "restart-strategy"
-
-Duration = datetime.timedelta | int
-
-
-def _millis(name: str, value: Duration, minimum_ms: int = 0) -> int:
-    """``value`` (timedelta or int milliseconds) in whole milliseconds, at least ``minimum_ms``."""
-    if isinstance(value, datetime.timedelta):
-        ms = round(value.total_seconds() * 1000)
-    elif isinstance(value, int) and not isinstance(value, bool):
-        ms = value
-    else:
-        raise TypeError(f"{name} must be a datetime.timedelta or an int of milliseconds, "
-                        f"got {type(value).__name__} {value!r}")
-    if ms < minimum_ms:
-        raise ValueError(f"{name} must be at least {minimum_ms} ms, got {ms} ms")
-    return ms
-
 
 def _int(name: str, value: Any, minimum: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
@@ -132,7 +116,7 @@ class RestartStrategies:
 
         def __init__(self, restart_attempts: int, delay_between_attempts_interval: Duration) -> None:
             self._attempts = _int("restart_attempts", restart_attempts, 0)
-            self._delay_ms = _millis("delay_between_attempts_interval",
+            self._delay_ms = to_millis("delay_between_attempts_interval",
                                      delay_between_attempts_interval)
 
         def get_restart_attempts(self) -> int:
@@ -160,8 +144,8 @@ class RestartStrategies:
         def __init__(self, max_failure_rate: int, failure_interval: Duration,
                      delay_between_attempts_interval: Duration) -> None:
             self._max = _int("max_failure_rate", max_failure_rate, 1)
-            self._interval_ms = _millis("failure_interval", failure_interval, 1)
-            self._delay_ms = _millis("delay_between_attempts_interval",
+            self._interval_ms = to_millis("failure_interval", failure_interval, 1)
+            self._delay_ms = to_millis("delay_between_attempts_interval",
                                      delay_between_attempts_interval)
 
         def get_max_failure_rate(self) -> int:
@@ -193,15 +177,15 @@ class RestartStrategies:
         def __init__(self, initial_backoff: Duration, max_backoff: Duration,
                      backoff_multiplier: float, reset_backoff_threshold: Duration,
                      jitter_factor: float) -> None:
-            self._initial_ms = _millis("initial_backoff", initial_backoff, 1)
-            self._max_ms = _millis("max_backoff", max_backoff, 1)
+            self._initial_ms = to_millis("initial_backoff", initial_backoff, 1)
+            self._max_ms = to_millis("max_backoff", max_backoff, 1)
             if self._initial_ms > self._max_ms:
                 raise ValueError(f"initial_backoff ({self._initial_ms} ms) must not exceed "
                                  f"max_backoff ({self._max_ms} ms)")
             self._multiplier = _float("backoff_multiplier", backoff_multiplier)
             if self._multiplier <= 1.0:
                 raise ValueError(f"backoff_multiplier must be greater than 1, got {self._multiplier}")
-            self._reset_ms = _millis("reset_backoff_threshold", reset_backoff_threshold, 1)
+            self._reset_ms = to_millis("reset_backoff_threshold", reset_backoff_threshold, 1)
             self._jitter = _float("jitter_factor", jitter_factor)
             if not 0.0 <= self._jitter <= 1.0:
                 raise ValueError(f"jitter_factor must be within [0, 1], got {self._jitter}")

@@ -151,7 +151,8 @@ OPERATOR_CHAINING = option("pipeline.operator-chaining.enabled", True, _bool,
 PIPELINE_NAME = option("pipeline.name", None, _str, "The job name.")
 RUNTIME_MODE = option("execution.runtime-mode", "AUTOMATIC",
                       _enum("STREAMING", "BATCH", "AUTOMATIC"),
-                      "STREAMING, BATCH or AUTOMATIC (BATCH when all sources are bounded).")
+                      "STREAMING, BATCH or AUTOMATIC (BATCH when all sources are bounded, else "
+                      "STREAMING).")
 EXECUTION_TARGET = option("execution.target", "local", _enum("local", "remote"),
                           "Where execute() runs jobs: an in-process MiniCluster or a remote cluster.")
 EXECUTION_ATTACHED = option("execution.attached", True, _bool, "Wait for the job's result.")
@@ -232,6 +233,16 @@ SHUFFLE_DIR = option("shuffle.storage-dir", None, _str,
                      "Unset: partitions are TM-local and lost with their TaskManager (the "
                      "producers re-run); set: treated as shared storage (NFS path, s3a://, "
                      "hdfs://) whose partitions survive the loss of the TaskManager.")
+BUFFERS_PER_CHANNEL = option(
+    "taskmanager.network.memory.buffers-per-channel", 2, nonneg_int,
+    "Credits per PIPELINED partition a producer may use ahead of its slowest consumer, counted "
+    "in segments (Flink counts network buffers).")
+FLOATING_BUFFERS_PER_GATE = option(
+    "taskmanager.network.memory.floating-buffers-per-gate", 8, nonneg_int,
+    "Extra segments a PIPELINED partition may hold unconsumed (added to buffers-per-channel).")
+BUFFER_TIMEOUT = option(
+    "execution.buffer-timeout", 0.1, duration,
+    "Least time between two epochs of a rate-limited streaming source (Flink's flush interval).")
 SPARK_REMOTE = option("spark.remote", None, _str,
                       "Spark Connect URL (sc://host:15002); default: an embedded local[cores] server.")
 

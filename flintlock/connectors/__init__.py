@@ -1,20 +1,30 @@
-"""Sources and sinks: files (Parquet/CSV/JSON/text), collections, sequences, print, collect."""
+"""Sources and sinks: files (Parquet/CSV/JSON/text, also monitored continuously), collections,
+sequences, generated data (DataGeneratorSource), print, collect."""
 
 from __future__ import annotations
 
 from flintlock.connectors.base import Sink, Source
 from flintlock.connectors.collection import CollectionSource, RowRangeSplit, SequenceSource
+from flintlock.connectors.datagen import (
+    DataGeneratorSource,
+    GeneratorSplit,
+    RateLimiterStrategy,
+)
 from flintlock.connectors.exceptions import SinkException, SourceException
-from flintlock.connectors.file import FileSink, FileSource, FileSplit
+from flintlock.connectors.file import FileSink, FileSource, FileSplit, MonitoredFilesSplit
 from flintlock.connectors.sinks import CollectSink, PrintSink
 
 __all__ = [
     "CollectSink",
     "CollectionSource",
+    "DataGeneratorSource",
     "FileSink",
     "FileSource",
     "FileSplit",
+    "GeneratorSplit",
+    "MonitoredFilesSplit",
     "PrintSink",
+    "RateLimiterStrategy",
     "RowRangeSplit",
     "SequenceSource",
     "Sink",

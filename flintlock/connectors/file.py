@@ -14,9 +14,11 @@ as data.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import heapq
 import os
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +27,7 @@ import pyarrow.fs as pafs
 
 from flintlock.connectors.exceptions import SinkException, SourceException
 
-__all__ = ["FileSink", "FileSource", "FileSplit", "assign_balanced"]
+__all__ = ["FileSink", "FileSource", "FileSplit", "MonitoredFilesSplit", "assign_balanced"]
 
 _GLOB_CHARS = set("*?[")
 _EXTENSIONS = {"parquet": "parquet", "csv": "csv", "json": "json", "text": "txt"}
@@ -45,6 +47,14 @@ def _fs_path(uri: str) -> tuple[pafs.FileSystem, str, str]:
 
 def _hidden(name: str) -> bool:
     return name.startswith(("_", "."))
+
+
+@dataclass(frozen=True)
+class MonitoredFilesSplit:
+    """Subtask ``subtask`` of ``parallelism`` reads the monitored path's files hashed to it."""
+
+    subtask: int
+    parallelism: int
 
 
 @dataclass(frozen=True)
@@ -79,6 +89,8 @@ class FileSource:
     path: str
     schema: str | None = None
     options: dict[str, str] = field(default_factory=dict)
+    #: set by ``monitor_continuously``: how often (ms) the path is listed for new files
+    discovery_interval_ms: int | None = None
 
     @classmethod
     def parquet(cls, path: str, schema: str | None = None) -> FileSource:
@@ -97,7 +109,28 @@ class FileSource:
     def text(cls, path: str) -> FileSource:
         return cls("text", str(path), "value string")
 
+    def monitor_continuously(self, interval: Any) -> FileSource:
+        """An unbounded source: the path is listed every ``interval`` (ms or ``timedelta``) and
+        each new file is read once (Flink ``FileSource.monitorContinuously``).
+
+        Files are assigned to subtasks by a hash of their path. Writers should create a file
+        under a hidden name (``.name`` or ``_name``, never read) and rename it when complete.
+
+        Raises:
+            TypeError, ValueError: not a duration of at least 1 ms.
+        """
+        from flintlock.api.durations import to_millis
+
+        return dataclasses.replace(self, discovery_interval_ms=to_millis("interval", interval, 1))
+
+    @property
+    def bounded(self) -> bool:
+        return self.discovery_interval_ms is None
+
     def describe(self) -> str:
+        if self.discovery_interval_ms is not None:
+            return (f"{self.format.capitalize()} Source: {self.path} "
+                    f"(monitored every {self.discovery_interval_ms} ms)")
         return f"{self.format.capitalize()} Source: {self.path}"
 
     def output_schema(self) -> str | None:
@@ -153,8 +186,32 @@ class FileSource:
         return sorted(set(out), key=lambda s: s.path)
 
     def enumerate_splits(self, parallelism: int) -> list[list[Any]]:
-        """One split per file, balanced by bytes over ``parallelism`` subtasks (some may get none)."""
+        """One split per file, balanced by bytes over ``parallelism`` subtasks (some may get none).
+
+        A monitored source gets one ``MonitoredFilesSplit`` per subtask instead (its subtask
+        lists the path itself); the path must exist, it may be empty.
+        """
+        if self.discovery_interval_ms is not None:
+            self.new_files(set(), 0, 1, allow_empty=True)
+            return [[MonitoredFilesSplit(i, parallelism)] for i in range(parallelism)]
         return assign_balanced(self.list_files(), parallelism)
+
+    def new_files(self, seen: set[str], subtask: int, parallelism: int,
+                  allow_empty: bool = True) -> list[FileSplit]:
+        """The files under the path not in ``seen`` that belong to ``subtask`` (crc32 of the
+        path modulo ``parallelism``), sorted by path.
+
+        Raises:
+            SourceException: the path no longer exists or cannot be listed.
+        """
+        try:
+            files = self.list_files()
+        except SourceException as exc:
+            if allow_empty and "no files match" in str(exc):
+                return []
+            raise
+        return [f for f in files if f.path not in seen
+                and zlib.crc32(f.path.encode()) % parallelism == subtask]
 
 
 @dataclass

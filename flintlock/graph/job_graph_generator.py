@@ -9,6 +9,7 @@ Shapes:
   side of each chained broadcast join, in chain order.
 - The vertex's ``invokable_payload`` is ``cloudpickle.dumps(OperatorChain)``: node 0 the head, each
   other node wired to the chained node that feeds it, ``outputs`` in dataset order.
+- STREAMING: every dataset is PIPELINED_BOUNDED and vertices run ``SPARK_STREAMING_TASK``.
 - BATCH: every dataset is BLOCKING. HASH outputs use the consumer vertex's max parallelism as the
   number of key groups (Flink configures ``KeyGroupStreamPartitioner`` with the downstream's).
 
@@ -35,10 +36,12 @@ from flintlock.runtime.operators.specs import (
     SourceSpec,
 )
 
-__all__ = ["SPARK_STREAM_TASK", "create_job_graph", "result_partition_type"]
+__all__ = ["SPARK_STREAMING_TASK", "SPARK_STREAM_TASK", "create_job_graph", "result_partition_type"]
 
 #: The invokable that runs an ``OperatorChain`` on Spark (``flintlock.runtime.spark``).
 SPARK_STREAM_TASK = "flintlock.runtime.spark.stream_task:SparkStreamTask"
+#: The invokable of STREAMING jobs: the chain once per epoch over PIPELINED inputs.
+SPARK_STREAMING_TASK = "flintlock.runtime.spark.streaming_task:SparkStreamingTask"
 
 
 def result_partition_type(job_type: JobType) -> ResultPartitionType:
@@ -63,12 +66,15 @@ def create_job_graph(
     Args:
         graph: the StreamGraph (from ``stream_graph_generator.generate_stream_graph``).
         job_id: the job's id; a new one when None.
-        invokable_class: ``"module:Class"`` of every vertex's invokable.
+        invokable_class: ``"module:Class"`` of every vertex's invokable (the Spark task of the
+            job's runtime mode by default).
 
     Returns:
         The JobGraph with vertices in topological order and ``plan`` set.
     """
     job_id = job_id or JobID.generate()
+    if graph.job_type is JobType.STREAMING and invokable_class == SPARK_STREAM_TASK:
+        invokable_class = SPARK_STREAMING_TASK
     chains = compute_chains(graph)
     vertex_of_node: dict[int, Chain] = {nid: c for c in chains for nid in c.nodes}
     vertex_ids = {c.head: JobVertexID(graph.node(c.head).operator_id.hex) for c in chains}

@@ -115,7 +115,7 @@ class StreamGraph:
 
     Attributes:
         job_name: the job's name.
-        job_type: BATCH (STREAMING is rejected before a graph is built).
+        job_type: BATCH or STREAMING.
         nodes: all nodes, sorted by id.
         edges: all edges.
         chaining_enabled: ``pipeline.operator-chaining.enabled``.

@@ -49,6 +49,7 @@ from flintlock.graph.stream_graph import (
     StreamNode,
     default_max_parallelism,
 )
+from flintlock.graph.streaming import check_streaming_operators
 from flintlock.graph.user_code import dumps_user_function
 from flintlock.runtime.ids import OperatorID
 from flintlock.runtime.jobgraph.types import JobType, ShipStrategy
@@ -69,6 +70,7 @@ from flintlock.runtime.operators.specs import (
 
 __all__ = [
     "DEFAULT_BATCH_JOB_NAME",
+    "DEFAULT_STREAMING_JOB_NAME",
     "StreamGraphSettings",
     "generate_stream_graph",
     "operator_id_from_uid",
@@ -77,8 +79,9 @@ __all__ = [
     "serialize_function",
 ]
 
-#: Flink ``StreamGraphGenerator.DEFAULT_BATCH_JOB_NAME``.
+#: Flink ``StreamGraphGenerator.DEFAULT_BATCH_JOB_NAME`` / ``DEFAULT_STREAMING_JOB_NAME``.
 DEFAULT_BATCH_JOB_NAME = "Flink Batch Job"
+DEFAULT_STREAMING_JOB_NAME = "Flink Streaming Job"
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,7 @@ class StreamGraphSettings:
         default_parallelism: parallelism of operators without an explicit one (>= 1).
         max_parallelism: ``pipeline.max-parallelism``; -1 derives it per operator.
         chaining_enabled: ``pipeline.operator-chaining.enabled``.
-        job_type: BATCH (see ``resolve_job_type``).
+        job_type: BATCH or STREAMING (see ``resolve_job_type``).
         configuration: the job's effective settings (Flink keys -> strings).
     """
 
@@ -103,18 +106,22 @@ class StreamGraphSettings:
 
 
 def resolve_job_type(runtime_mode: str, all_sources_bounded: bool = True) -> JobType:
-    """``execution.runtime-mode`` -> JobType (AUTOMATIC is BATCH when all sources are bounded).
+    """``execution.runtime-mode`` -> JobType (Flink's rule: AUTOMATIC is BATCH when all sources
+    are bounded, else STREAMING).
 
     Raises:
-        InvalidProgramException: STREAMING (pipelined exchanges are not supported yet).
+        InvalidProgramException: BATCH with an unbounded source (Flink's message).
     """
     mode = runtime_mode.upper()
+    if mode == "BATCH" and not all_sources_bounded:
+        raise InvalidProgramException(
+            "Detected an UNBOUNDED source with the 'execution.runtime-mode' set to 'BATCH'. This "
+            "combination is not allowed, please set the 'execution.runtime-mode' to STREAMING or "
+            "AUTOMATIC"
+        )
     if mode == "BATCH" or (mode == "AUTOMATIC" and all_sources_bounded):
         return JobType.BATCH
-    raise InvalidProgramException(
-        f"Runtime mode {mode} is not supported: pipelined (streaming) exchanges are not "
-        "supported yet. Use RuntimeExecutionMode.BATCH (or AUTOMATIC with bounded sources)."
-    )
+    return JobType.STREAMING
 
 
 def operator_id_from_uid(uid: str) -> OperatorID:
@@ -390,6 +397,8 @@ def generate_stream_graph(
     builder = _Builder(settings)
     for t in sorted(sinks, key=lambda s: s.id):
         builder.translate(t)
+    if settings.job_type is JobType.STREAMING:
+        check_streaming_operators(builder.nodes[k] for k in sorted(builder.nodes))
     return StreamGraph(
         job_name=settings.job_name,
         job_type=settings.job_type,

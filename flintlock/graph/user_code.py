@@ -64,7 +64,8 @@ def _referenced_modules(obj: Any, seen: set[int], depth: int = 0) -> Iterator[ty
             except ValueError:
                 pass
     elif isinstance(obj, functools.partial):
-        code_globals = {"func": obj.func}
+        code_globals = {"func": obj.func, **{f"<arg{i}>": a for i, a in enumerate(obj.args)},
+                        **obj.keywords}
     for value in code_globals.values():
         if isinstance(value, types.ModuleType):
             yield value

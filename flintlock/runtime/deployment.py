@@ -4,6 +4,10 @@ Follows Flink ``runtime/deployment/{TaskDeploymentDescriptor,InputGateDeployment
 ResultPartitionDeploymentDescriptor}``. For BLOCKING results, a consumer's input gate lists the exact
 locations of the finished producer partitions and the subpartition range it reads
 (``[start, end]`` inclusive, fact sheet 2.3); producers learn how many subpartitions to write.
+For PIPELINED results, producer and consumers are deployed together (one pipelined region) and
+the JobMaster names the partition directory up front (Flink's ShuffleMaster registering the
+producer's partition at deployment); its locations carry no statistics (``rows_per_subpartition``
+is empty).
 """
 
 from __future__ import annotations
@@ -82,6 +86,11 @@ class ResultPartitionDeploymentDescriptor:
     number_of_subpartitions: int
     key_columns: tuple[str, ...] = ()
     max_parallelism: int = 128
+    #: PIPELINED only: the partition directory the JobMaster chose (consumers read it while it is
+    #: written; ``flintlock.runtime.shuffle.pipelined``), and how many consumer subtasks
+    #: acknowledge its segments (backpressure follows the slowest)
+    uri: str = ""
+    number_of_consumers: int = 1
 
 
 @dataclass(frozen=True)

@@ -320,13 +320,6 @@ def test_an_unpicklable_function_names_the_function_and_the_operator() -> None:
     assert "Cannot serialize the function" in msg and "uses_a_lock" in msg and "'MyMap'" in msg
 
 
-def test_streaming_mode_is_rejected_at_compile_time() -> None:
-    env = _env(2).set_runtime_mode(RuntimeExecutionMode.STREAMING)
-    env.from_source(FakeSource()).sink_to(FakeSink())
-    with pytest.raises(InvalidProgramException, match="RuntimeExecutionMode.BATCH"):
-        env.get_job_graph()
-
-
 def test_automatic_mode_compiles_as_batch() -> None:
     env = _env(2)
     env.from_source(FakeSource()).sink_to(FakeSink())

@@ -32,7 +32,7 @@ from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
 from flintlock.runtime.heartbeat.heartbeat_manager import heartbeat_settings
 from flintlock.runtime.ids import AllocationID, JobVertexID, ResourceID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
-from flintlock.runtime.jobgraph.types import JobStatus
+from flintlock.runtime.jobgraph.types import JobStatus, JobType
 from flintlock.runtime.resourcemanager.gateway import (
     RegistrationResponse,
     ResourceManagerGateway,
@@ -63,6 +63,7 @@ from flintlock.runtime.scheduler.messages import (
     TaskExecutionStateChanged,
     TaskManagerLost,
 )
+from flintlock.runtime.shuffle.pipelined import default_pipelined_root, release_job_partitions
 from flintlock.runtime.taskexecutor.gateway import SlotOffer, TaskExecutorGateway
 from flintlock.runtime.taskmanager.task_execution_state import SerializedError, TaskExecutionState
 
@@ -131,6 +132,8 @@ class JobMaster(RpcEndpoint):
         self._declared_slots: int | None = None
         self._declaring = False
         self._termination: asyncio.Future[JobResult] | None = None
+        #: where the job's PIPELINED partitions live (STREAMING jobs), released at the end
+        self._pipelined_root = ""
         #: in-flight RPCs to other endpoints (awaited briefly on stop)
         self._outgoing: set[asyncio.Task[Any]] = set()
         self._heartbeat_interval, self._heartbeat_timeout = heartbeat_settings(configuration)
@@ -148,7 +151,11 @@ class JobMaster(RpcEndpoint):
                 self.configuration.get(options.ATTEMPTS_HISTORY),
                 initialization_timestamp_ms=self._initialized_ms,
             )
-            self.scheduler = DefaultScheduler(self.graph, self.configuration, self.clock)
+            if self.job_graph.job_type is JobType.STREAMING:
+                self._pipelined_root = (self.configuration.get(options.SHUFFLE_DIR)
+                                        or default_pipelined_root())
+            self.scheduler = DefaultScheduler(self.graph, self.configuration, self.clock,
+                                              pipelined_root=self._pipelined_root)
         except Exception as exc:
             log.exception("job %s: cannot build the execution graph", self.job_id)
             self._fail_without_graph(exc)
@@ -327,6 +334,9 @@ class JobMaster(RpcEndpoint):
 
     def _report_terminal(self, archived: ArchivedExecutionGraph, result: JobResult) -> None:
         self.job_result = result
+        if self._pipelined_root:  # submitted now: runs even when this endpoint stops next
+            asyncio.get_running_loop().run_in_executor(
+                None, release_job_partitions, self._pipelined_root, self.job_id)
         log.info("Job %s (%s) reached %s.", self.job_graph.name, self.job_id, archived.state.name)
         if self._termination is not None and not self._termination.done():
             self._termination.set_result(result)

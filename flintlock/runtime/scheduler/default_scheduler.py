@@ -123,6 +123,7 @@ class DefaultScheduler(ExecutionDeployer):
         clock: ``monotonic()`` and ``now_ms()``.
         restart_backoff: overrides the strategy from ``restart-strategy.type``.
         validate: run ``validate()`` after every event (tests).
+        pipelined_root: directory of the job's PIPELINED partitions (STREAMING jobs).
     """
 
     def __init__(
@@ -132,8 +133,11 @@ class DefaultScheduler(ExecutionDeployer):
         clock: SchedulerClock,
         restart_backoff: RestartBackoffTimeStrategy | None = None,
         validate: bool = False,
+        pipelined_root: str = "",
     ) -> None:
         self.graph = graph
+        #: where PIPELINED partitions live (``tdd_factory``); "" for jobs without them
+        self.pipelined_root = pipelined_root
         self.configuration = configuration
         self.clock = clock
         self.regions = build_pipelined_regions(graph)

@@ -44,6 +44,7 @@ class ExecutionDeployer:
     pool: DeclarativeSlotPool
     splits: Mapping[JobVertexID, list[list[Any]]]
     job_configuration: dict[str, Any]
+    pipelined_root: str
     _shared: SharedSlotRequests
     _undeployable: list[tuple[Execution, SerializedError]]
     _out: list[Command]
@@ -92,7 +93,8 @@ class ExecutionDeployer:
         splits = splits_of_vertex[vertex.subtask_index] if splits_of_vertex else []
         try:
             tdd = create_task_deployment_descriptor(
-                self.graph, vertex, execution, execution.slot.allocation_id, splits, self.job_configuration
+                self.graph, vertex, execution, execution.slot.allocation_id, splits,
+                self.job_configuration, self.pipelined_root,
             )
         except MissingPartitionLocation as exc:
             # failed once this step's deployment loops are done (the failover cancels others)

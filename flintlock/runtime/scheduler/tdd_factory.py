@@ -2,7 +2,9 @@
 
 Input gates list the producers' reported ``PartitionLocation``s (``TaskResult.partitions``, in output
 order of the producer vertex's results) and the subpartition range this subtask reads; produced
-partitions carry their number of subpartitions.
+partitions carry their number of subpartitions. PIPELINED partitions get their directory here,
+under ``pipelined_root``, from the producer's current attempt (``shuffle.pipelined``): producer
+and consumers of a pipelined region are deployed together and agree on it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from flintlock.runtime.deployment import (
 from flintlock.runtime.executiongraph.execution import Execution
 from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
 from flintlock.runtime.executiongraph.execution_vertex import ExecutionVertex
-from flintlock.runtime.ids import AllocationID, IntermediateResultPartitionID
+from flintlock.runtime.executiongraph.intermediate_result import IntermediateResultPartition
+from flintlock.runtime.ids import AllocationID, ExecutionAttemptID, IntermediateResultPartitionID
+from flintlock.runtime.shuffle.pipelined import pipelined_partition_uri
 
 __all__ = ["MissingPartitionLocation", "create_task_deployment_descriptor"]
 
@@ -56,8 +60,12 @@ def create_task_deployment_descriptor(
     allocation_id: AllocationID,
     splits: Sequence[Any] = (),
     job_configuration: Mapping[str, str] | None = None,
+    pipelined_root: str = "",
 ) -> TaskDeploymentDescriptor:
     """The TDD of ``execution`` (an attempt of ``vertex``) in slot ``allocation_id``.
+
+    ``pipelined_root``: the directory under which PIPELINED partitions live (required when the
+    job has PIPELINED results).
 
     Raises:
         MissingPartitionLocation: a BLOCKING input partition has no location (lost with its
@@ -68,7 +76,9 @@ def create_task_deployment_descriptor(
     for inp in vertex.inputs:
         locations: list[PartitionLocation] = []
         for partition in inp.partitions():
-            if partition.location is not None:
+            if inp.result.result_type.must_be_pipelined_consumed():
+                locations.append(_pipelined_location(graph, partition, pipelined_root))
+            elif partition.location is not None:
                 locations.append(partition.location)
             elif inp.result.result_type.is_blocking():
                 if partition.lost_cause is not None:
@@ -101,6 +111,7 @@ def create_task_deployment_descriptor(
     for partition, result in zip(vertex.produced_partitions, vertex.job_vertex.produced_results, strict=True):
         ds = result.dataset
         consumer = graph.job_vertices[ds.consumer].job_vertex
+        pipelined = ds.result_type.must_be_pipelined_consumed()
         produced.append(
             ResultPartitionDeploymentDescriptor(
                 partition_id=partition.id,
@@ -109,6 +120,9 @@ def create_task_deployment_descriptor(
                 number_of_subpartitions=partition.number_of_subpartitions,
                 key_columns=ds.key_columns,
                 max_parallelism=consumer.max_parallelism,
+                uri=_pipelined_uri(graph, partition.id, execution.attempt_id, pipelined_root)
+                if pipelined else "",
+                number_of_consumers=consumer.parallelism,
             )
         )
     return TaskDeploymentDescriptor(
@@ -125,4 +139,24 @@ def create_task_deployment_descriptor(
         produced_partitions=tuple(produced),
         source_splits=tuple(splits),
         job_configuration=dict(job_configuration if job_configuration is not None else graph.job_graph.configuration),
+    )
+
+
+def _pipelined_uri(graph: ExecutionGraph, partition_id: IntermediateResultPartitionID,
+                   producer_attempt: ExecutionAttemptID, root: str) -> str:
+    if not root:
+        raise FlintlockException(
+            f"job {graph.job_graph.job_id} has PIPELINED results but the JobMaster has no "
+            "directory for them (shuffle.storage-dir or its own temporary directory)")
+    return pipelined_partition_uri(root, graph.job_graph.job_id, partition_id, producer_attempt)
+
+
+def _pipelined_location(graph: ExecutionGraph, partition: IntermediateResultPartition,
+                        root: str) -> PartitionLocation:
+    """Where the producer's current attempt writes a PIPELINED partition (no statistics)."""
+    attempt = graph.vertex(partition.producer).current_execution.attempt_id
+    return PartitionLocation(
+        partition_id=partition.id, producer_attempt=attempt,
+        uri=_pipelined_uri(graph, partition.id, attempt, root),
+        rows_per_subpartition=(), bytes_per_subpartition=(), schema="",
     )

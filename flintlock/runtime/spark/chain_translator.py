@@ -183,6 +183,8 @@ def _head(spark: Any, node: S.ChainedNode, splits: tuple[Any, ...],
     schema = ""
     for g in node.gate_inputs:
         read = read_gate(g)
+        if read.df is None:  # a streaming gate with nothing yet and no known schema
+            continue
         gates.append(read.df)
         schema = schema or read.schema
         out.records_in += read.rows

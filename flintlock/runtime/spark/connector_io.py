@@ -14,9 +14,11 @@ from typing import Any
 import pyarrow as pa
 
 from flintlock.connectors.collection import CollectionSource, RowRangeSplit, SequenceSource
+from flintlock.connectors.datagen import DataGeneratorSource, GeneratorSplit
 from flintlock.connectors.exceptions import SinkException, SourceException
 from flintlock.connectors.file import FileSink, FileSource, FileSplit
 from flintlock.connectors.sinks import CollectSink, PrintSink
+from flintlock.runtime.spark.epoch_sources import GeneratorRange
 
 __all__ = ["SourceRead", "read_source", "write_sink"]
 
@@ -60,7 +62,31 @@ def read_source(spark: Any, source: Any, splits: Sequence[Any]) -> SourceRead:
         return SourceRead(spark.createDataFrame(data, schema=source.schema_ddl), data.num_rows)
     if isinstance(source, FileSource):
         return _read_files(spark, source, [s for s in splits if isinstance(s, FileSplit)])
+    if isinstance(source, DataGeneratorSource):
+        generated = [s if isinstance(s, GeneratorRange) else GeneratorRange(s, 0, s.size() or 0)
+                     for s in splits if isinstance(s, (GeneratorRange, GeneratorSplit))]
+        return _generate(spark, source, generated)
     raise SourceException(f"unsupported source {type(source).__qualname__}: {source!r}")
+
+
+def _generate(spark: Any, source: DataGeneratorSource, ranges: list[GeneratorRange]) -> SourceRead:
+    """``generator_function(index)`` over the ranges' indices, in Spark's Python workers."""
+    from pyspark.sql import functions as F
+
+    from flintlock.runtime.spark.python_ops import map_fn
+    from flintlock.runtime.spark.schema import arrow_schema, parse_ddl
+
+    struct = parse_ddl(spark, source.schema)
+    if not ranges:
+        return SourceRead(spark.createDataFrame([], schema=struct))
+    df = None
+    for r in ranges:
+        p, s = r.split.parallelism, r.split.subtask
+        part = spark.range(r.start, r.end).select((F.col("id") * p + s).alias("index"))
+        df = part if df is None else df.union(part)
+    assert df is not None
+    mapped = df.mapInArrow(map_fn(source.function, arrow_schema(struct)), struct)
+    return SourceRead(mapped, sum(r.end - r.start for r in ranges))
 
 
 def _parquet_rows(paths: Sequence[str]) -> int:
@@ -105,8 +131,12 @@ def write_sink(
     parallelism: int,
     print_fn: Callable[[str], None],
     run: Callable[[Callable[[], Any]], Any],
+    append: bool = False,
 ) -> tuple[Any, dict[str, bytes], int]:
     """Write ``df`` to ``sink``; ``run`` executes a Spark action (tagging, cancellation).
+
+    ``append``: add to what this attempt wrote before (a streaming task's later epochs) instead
+    of replacing it.
 
     Returns:
         ``(committable, accumulators, records_out)``.
@@ -118,7 +148,7 @@ def write_sink(
         target = sink.temporary_dir(job_id, attempt)
         observation = Observation(f"rows_{abs(hash(target))}")
         observed = df.observe(observation, F.count(F.lit(1)).alias("rows"))
-        writer = observed.write.mode("overwrite").format(sink.format).options(**sink.options)
+        writer = observed.write.mode("append" if append else "overwrite").format(sink.format).options(**sink.options)
         run(lambda: writer.save(target))
         try:
             rows = int(observation.get.get("rows", 0))

@@ -77,7 +77,8 @@ class Driver:
         self.clock = ManualClock()
         merged = {"slot.request.timeout": "10 s", "slot.idle.timeout": "5 s", **dict(job.configuration), **conf}
         self.graph = ExecutionGraph(job, self.clock.now_ms)
-        self.scheduler = DefaultScheduler(self.graph, Configuration(merged), self.clock, validate=True)
+        self.scheduler = DefaultScheduler(self.graph, Configuration(merged), self.clock, validate=True,
+                                          pipelined_root="/pipelined-root")
         self.commands: list[Command] = []
         self._due: list[Event] = []
 

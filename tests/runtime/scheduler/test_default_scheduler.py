@@ -112,6 +112,14 @@ def test_slot_sharing_in_one_pipelined_region() -> None:
     for c in deploys(cmds):
         by_slot.setdefault(c.tdd.allocation_id, []).append(c.tdd.task_name_with_subtask())
     assert sorted(by_slot.values()) == [["a (1/2)#0", "b (1/2)#0"], ["a (2/2)#0", "b (2/2)#0"]]
+    # deployed together: each consumer already knows where every producer writes its partition
+    tdds = {c.tdd.task_name_with_subtask(): c.tdd for c in deploys(cmds)}
+    produced = [tdds[f"a ({i}/2)#0"].produced_partitions[0] for i in (1, 2)]
+    assert all(r.uri.startswith("/pipelined-root/") and r.number_of_consumers == 2 for r in produced)
+    for i in (1, 2):
+        (gate,) = tdds[f"b ({i}/2)#0"].input_gates
+        assert [loc.uri for loc in gate.partitions] == [r.uri for r in produced]
+        assert gate.subpartition_start == gate.subpartition_end == i - 1
 
 
 def test_task_failure_without_restart_fails_job_with_root_cause() -> None:

@@ -1,0 +1,300 @@
+"""PIPELINED result partitions: append-only segments read while they are produced (pure ``pyarrow.fs``).
+
+Layout of one producer attempt's partition (ARCHITECTURE section 4b)::
+
+    <uri>/seg-<n>/sp=<k>/*.parquet     segment n, written by Spark's partitionBy("sp")
+    <uri>/_commits/<n>.json            commit record of segment n (atomic rename): rows and bytes
+                                       per subpartition, schema, watermark, end-of-partition
+    <uri>/_acks/<consumer>.json        how many segments consumer subtask <consumer> has consumed
+
+A segment is visible to consumers only once its commit record exists, so a reader never sees a
+half-written segment. The last record has ``end: true`` (end of partition, Flink's
+``EndOfPartitionEvent``); it may carry data. Consumers acknowledge after the output computed from
+the segments is committed downstream.
+
+Backpressure (Flink's credit-based flow control, ``taskmanager.network.memory.buffers-per-channel``
++ ``floating-buffers-per-gate`` credits, a segment standing for a network buffer): a producer may
+have at most ``max_backlog`` committed segments that its slowest consumer subtask has not
+acknowledged; ``PipelinedPartitionWriter.backlog`` tells it how far ahead it is.
+
+Checkpoints (issue 12) will add barrier fields to commit records; a subtask's progress is then the
+segment numbers it consumed per input partition plus its state.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pyarrow.fs as pafs
+
+from flintlock.runtime.shuffle.layout import filesystem_and_path, release_partitions
+
+__all__ = [
+    "PipelinedPartitionReader",
+    "PipelinedPartitionWriter",
+    "SegmentCommit",
+    "default_pipelined_root",
+    "pipelined_partition_uri",
+    "release_job_partitions",
+    "segment_uri",
+]
+
+_COMMITS = "_commits"
+_ACKS = "_acks"
+
+
+_process_root: str | None = None
+
+
+def default_pipelined_root() -> str:
+    """This process's directory for PIPELINED partitions when ``shuffle.storage-dir`` is unset:
+    created on first use, removed when the process exits. The JobMaster names partitions under
+    it; TaskManagers on the same host write and read them there."""
+    global _process_root
+    if _process_root is None:
+        _process_root = tempfile.mkdtemp(prefix="flintlock-pipelined-")
+        atexit.register(shutil.rmtree, _process_root, True)
+    return _process_root
+
+
+def release_job_partitions(root: str, job_id: object) -> None:
+    """Delete a job's PIPELINED partitions (when the job reached a terminal state)."""
+    release_partitions([f"{root.rstrip('/')}/{job_id}/pipelined"])
+
+
+def pipelined_partition_uri(root: str, job_id: object, partition_id: object, attempt_id: object) -> str:
+    """The directory of one producer attempt's PIPELINED partition (no trailing slash).
+
+    ``<root>/<job>/pipelined/<dataset>/<partition number>-<attempt number>-<nonce>``; computed by
+    the JobMaster when it deploys the producer and its consumers together (eager scheduling).
+    """
+    dataset = getattr(partition_id, "dataset_id", partition_id)
+    number = getattr(partition_id, "partition_number", 0)
+    attempt = getattr(attempt_id, "attempt_number", 0)
+    nonce = getattr(attempt_id, "nonce", "") or "x"
+    return f"{root.rstrip('/')}/{job_id}/pipelined/{dataset}/{number}-{attempt}-{nonce}"
+
+
+def segment_uri(uri: str, n: int) -> str:
+    """Where segment ``n`` of the partition at ``uri`` is written."""
+    return f"{uri.rstrip('/')}/seg-{n:08d}"
+
+
+@dataclass(frozen=True)
+class SegmentCommit:
+    """The commit record of one segment.
+
+    Attributes:
+        segment: its number (0, 1, ...).
+        rows: rows per subpartition index.
+        bytes: stored bytes per subpartition index.
+        schema: the rows' schema as a Spark DDL string (``""`` when the segment is empty).
+        end: the last segment of the partition.
+        watermark: the producer's output watermark after this segment (ms), or None.
+    """
+
+    segment: int
+    rows: tuple[int, ...]
+    bytes: tuple[int, ...]
+    schema: str = ""
+    end: bool = False
+    watermark: int | None = None
+
+    def to_json(self) -> str:
+        return json.dumps({"segment": self.segment, "rows": list(self.rows),
+                           "bytes": list(self.bytes), "schema": self.schema, "end": self.end,
+                           "watermark": self.watermark})
+
+    @classmethod
+    def from_json(cls, text: str) -> SegmentCommit:
+        d = json.loads(text)
+        return cls(int(d["segment"]), tuple(int(r) for r in d["rows"]),
+                   tuple(int(b) for b in d["bytes"]), str(d.get("schema") or ""),
+                   bool(d.get("end")), None if d.get("watermark") is None else int(d["watermark"]))
+
+
+def _write_atomically(fs: pafs.FileSystem, path: str, text: str) -> None:
+    parent = path.rsplit("/", 1)[0]
+    fs.create_dir(parent, recursive=True)
+    tmp = f"{parent}/.{os.path.basename(path)}.{uuid.uuid4().hex}.tmp"
+    with fs.open_output_stream(tmp) as out:
+        out.write(text.encode())
+    fs.move(tmp, path)
+
+
+def _read_text(fs: pafs.FileSystem, path: str) -> str | None:
+    try:
+        with fs.open_input_stream(path) as fh:
+            return bytes(fh.read()).decode()
+    except (FileNotFoundError, OSError):
+        if fs.get_file_info(path).type == pafs.FileType.NotFound:
+            return None
+        raise
+
+
+class PipelinedPartitionWriter:
+    """The producer side of one PIPELINED partition.
+
+    Args:
+        uri: the partition directory (``pipelined_partition_uri``).
+        number_of_subpartitions: N (rows/bytes lists have this length).
+        number_of_consumers: consumer subtasks that acknowledge (the consumer vertex's
+            parallelism); backpressure follows the slowest.
+        max_backlog: committed but unacknowledged segments allowed (>= 1).
+    """
+
+    def __init__(self, uri: str, number_of_subpartitions: int, number_of_consumers: int,
+                 max_backlog: int) -> None:
+        if max_backlog < 1:
+            raise ValueError(f"max_backlog must be >= 1, got {max_backlog}")
+        self.uri = uri.rstrip("/")
+        self.number_of_subpartitions = max(1, number_of_subpartitions)
+        self.number_of_consumers = max(1, number_of_consumers)
+        self.max_backlog = max_backlog
+        self.next_segment = 0
+        self.ended = False
+        self._fs, self._path = filesystem_and_path(self.uri)
+        self._fs.create_dir(f"{self._path}/{_COMMITS}", recursive=True)
+
+    def segment_uri(self) -> str:
+        """Where the next segment's data goes (Spark writes it, then ``commit``)."""
+        return segment_uri(self.uri, self.next_segment)
+
+    def commit(self, rows: Sequence[int] = (), sizes: Sequence[int] = (), *, schema: str = "",
+               end: bool = False, watermark: int | None = None) -> SegmentCommit:
+        """Make the next segment visible by writing its commit record.
+
+        Args:
+            rows, sizes: rows and stored bytes per subpartition of the data written under
+                ``segment_uri()`` (empty: a record without data, e.g. a bare end marker).
+            schema: the rows' DDL schema.
+            end: this is the partition's last segment.
+            watermark: the output watermark after this segment (ms).
+
+        Raises:
+            RuntimeError: the partition already ended.
+            ValueError: ``rows``/``sizes`` do not have one entry per subpartition.
+        """
+        if self.ended:
+            raise RuntimeError(f"partition {self.uri} already ended")
+        n_sub = self.number_of_subpartitions
+        rows = tuple(rows) or (0,) * n_sub
+        sizes = tuple(sizes) or (0,) * n_sub
+        if len(rows) != n_sub or len(sizes) != n_sub:
+            raise ValueError(f"expected {n_sub} subpartition counts, got {len(rows)} and {len(sizes)}")
+        n = self.next_segment
+        record = SegmentCommit(n, tuple(rows), tuple(sizes), schema, end, watermark)
+        _write_atomically(self._fs, f"{self._path}/{_COMMITS}/{n:08d}.json", record.to_json())
+        self.next_segment = n + 1
+        self.ended = end
+        return record
+
+    def acknowledged(self) -> list[int]:
+        """Segments consumed so far, per consumer subtask index (0 when it has not acked)."""
+        out = []
+        for c in range(self.number_of_consumers):
+            text = _read_text(self._fs, f"{self._path}/{_ACKS}/{c}.json")
+            out.append(int(json.loads(text)["consumed"]) if text else 0)
+        return out
+
+    def backlog(self) -> int:
+        """Committed segments the slowest consumer has not acknowledged."""
+        return self.next_segment - min(self.acknowledged())
+
+    def has_credit(self) -> bool:
+        """Whether one more segment may be committed without exceeding ``max_backlog``."""
+        return self.backlog() < self.max_backlog
+
+
+@dataclass
+class _Channel:
+    uri: str
+    next_segment: int = 0
+    ended: bool = False
+    watermark: int | None = None
+
+
+@dataclass(frozen=True)
+class ReadableSegment:
+    """A committed segment of one input channel: its data directories for the gate's range."""
+
+    channel: int
+    commit: SegmentCommit
+    dirs: tuple[str, ...]
+    rows: int
+    bytes: int
+
+
+@dataclass
+class PipelinedPartitionReader:
+    """The consumer side of one input gate over PIPELINED partitions (one channel per producer).
+
+    Args:
+        uris: the producers' partition directories, in producer subtask order.
+        consumer_index: this consumer subtask's index (its ack file).
+        subpartition_start, subpartition_end: the gate's subpartition range (inclusive).
+    """
+
+    uris: Sequence[str]
+    consumer_index: int
+    subpartition_start: int
+    subpartition_end: int
+    channels: list[_Channel] = field(init=False)
+    #: the rows' DDL schema, from the first commit record that named one ("" until then)
+    schema: str = field(init=False, default="")
+
+    def __post_init__(self) -> None:
+        self.channels = [_Channel(u.rstrip("/")) for u in self.uris]
+
+    @property
+    def ended(self) -> bool:
+        """Every channel delivered its end-of-partition record."""
+        return all(c.ended for c in self.channels)
+
+    def poll(self, max_segments_per_channel: int) -> list[ReadableSegment]:
+        """The newly committed segments (up to the bound per channel), in order per channel."""
+        out: list[ReadableSegment] = []
+        for i, ch in enumerate(self.channels):
+            fs, path = filesystem_and_path(ch.uri)
+            taken = 0
+            while not ch.ended and taken < max_segments_per_channel:
+                text = _read_text(fs, f"{path}/{_COMMITS}/{ch.next_segment:08d}.json")
+                if text is None:
+                    break
+                commit = SegmentCommit.from_json(text)
+                self.schema = self.schema or commit.schema
+                dirs, rows, size = [], 0, 0
+                for k in range(self.subpartition_start, self.subpartition_end + 1):
+                    if k < len(commit.rows) and commit.rows[k] > 0:
+                        dirs.append(f"{segment_uri(ch.uri, commit.segment)}/sp={k}")
+                        rows += commit.rows[k]
+                        size += commit.bytes[k]
+                out.append(ReadableSegment(i, commit, tuple(dirs), rows, size))
+                ch.next_segment += 1
+                ch.ended = commit.end
+                if commit.watermark is not None:
+                    ch.watermark = commit.watermark
+                taken += 1
+        return out
+
+    def acknowledge(self) -> None:
+        """Tell every producer how many of its segments this consumer has consumed."""
+        for ch in self.channels:
+            fs, path = filesystem_and_path(ch.uri)
+            _write_atomically(fs, f"{path}/{_ACKS}/{self.consumer_index}.json",
+                              json.dumps({"consumed": ch.next_segment}))
+
+    def watermark(self) -> int | None:
+        """The gate's watermark: the minimum over channels that reported one (Flink's
+        ``StatusWatermarkValve``); None while some channel has none."""
+        marks = [c.watermark for c in self.channels if not c.ended]
+        if any(m is None for m in marks):
+            return None
+        return min(marks) if marks else None  # type: ignore[type-var]

@@ -1,0 +1,136 @@
+"""What a streaming source subtask reads in each epoch, as splits for ``connector_io.read_source``.
+
+A streaming source subtask runs its chain once per epoch over the splits of that epoch
+(``streaming_task``). ``EpochSource.next_epoch(now_s)`` returns an ``Epoch``: the splits to read
+now (possibly none), whether the source has ended, and how long to wait before asking again when
+there was nothing to read. Pure apart from listing files; no Spark.
+
+- ``DataGeneratorSource``: ``GeneratorRange(split, start, end)`` = positions ``[start, end)`` of
+  the subtask's index sequence; rate-limited sources emit what is due since the subtask started
+  (``rows_per_second / parallelism`` per second), at least ``min_interval_s`` apart (Flink's
+  ``execution.buffer-timeout`` plays this role), unlimited ones at most ``max_records`` per epoch.
+- A monitored ``FileSource``: the files that appeared since the last listing, listed at most every
+  ``discovery_interval_ms``; each file is read once.
+- Any other (bounded) source: all of the subtask's splits in the first epoch, then the end.
+
+Offsets (what a checkpoint will record): the generator's position; the monitored source's set of
+files read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from flintlock.connectors.datagen import DataGeneratorSource, GeneratorSplit
+from flintlock.connectors.file import FileSource, MonitoredFilesSplit
+
+__all__ = ["Epoch", "EpochSource", "GeneratorRange", "epoch_source"]
+
+#: most records one epoch of an unlimited generator produces
+MAX_EPOCH_RECORDS = 200_000
+
+
+@dataclass(frozen=True)
+class GeneratorRange:
+    """Positions ``[start, end)`` of ``split``'s index sequence (index = subtask + pos * p)."""
+
+    split: GeneratorSplit
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Epoch:
+    """One epoch's input: ``splits`` to read, ``ended`` after them, ``wait_s`` when idle."""
+
+    splits: tuple[Any, ...] = ()
+    ended: bool = False
+    wait_s: float = 0.0
+
+
+class EpochSource:
+    """What a source subtask reads next (``now_s``: a monotonic clock in seconds)."""
+
+    def next_epoch(self, now_s: float) -> Epoch:
+        raise NotImplementedError
+
+
+class _WholeSplits(EpochSource):
+    """A bounded source read whole in the first epoch."""
+
+    def __init__(self, splits: tuple[Any, ...]) -> None:
+        self.splits = splits
+        self.done = False
+
+    def next_epoch(self, now_s: float) -> Epoch:
+        if self.done:
+            return Epoch(ended=True)
+        self.done = True
+        return Epoch(self.splits, ended=True)
+
+
+@dataclass
+class _GeneratorEpochs(EpochSource):
+    split: GeneratorSplit
+    rows_per_second: float | None
+    started_s: float | None = None
+    position: int = 0
+    last_epoch_s: float = float("-inf")
+    min_interval_s: float = 0.1
+    max_records: int = MAX_EPOCH_RECORDS
+
+    def next_epoch(self, now_s: float) -> Epoch:
+        size = self.split.size()
+        if size is not None and self.position >= size:
+            return Epoch(ended=True)
+        if self.started_s is None:
+            self.started_s = now_s
+        if self.rows_per_second is None:
+            due = self.max_records
+        else:
+            if now_s - self.last_epoch_s < self.min_interval_s:
+                return Epoch(wait_s=self.min_interval_s - (now_s - self.last_epoch_s))
+            rate = self.rows_per_second / self.split.parallelism
+            due = int((now_s - self.started_s) * rate) + 1 - self.position
+            if due <= 0:
+                return Epoch(wait_s=max(0.001, self.position / rate - (now_s - self.started_s)))
+            due = min(due, self.max_records)
+        end = self.position + due if size is None else min(size, self.position + due)
+        epoch = Epoch((GeneratorRange(self.split, self.position, end),),
+                      ended=size is not None and end >= size)
+        self.position = end
+        self.last_epoch_s = now_s
+        return epoch
+
+
+@dataclass
+class _MonitoredFileEpochs(EpochSource):
+    source: FileSource
+    split: MonitoredFilesSplit
+    seen: set[str] = field(default_factory=set)
+    next_listing_s: float = float("-inf")
+
+    def next_epoch(self, now_s: float) -> Epoch:
+        interval_s = (self.source.discovery_interval_ms or 1000) / 1000.0
+        if now_s < self.next_listing_s:
+            return Epoch(wait_s=self.next_listing_s - now_s)
+        self.next_listing_s = now_s + interval_s
+        new = self.source.new_files(self.seen, self.split.subtask, self.split.parallelism)
+        self.seen.update(f.path for f in new)
+        if not new:
+            return Epoch(wait_s=interval_s)
+        return Epoch(tuple(new))
+
+
+def epoch_source(source: Any, splits: tuple[Any, ...], min_interval_s: float = 0.1,
+                 max_records: int = MAX_EPOCH_RECORDS) -> EpochSource:
+    """The ``EpochSource`` of a subtask that reads ``source`` with its assigned ``splits``."""
+    if isinstance(source, DataGeneratorSource):
+        generated = [s for s in splits if isinstance(s, GeneratorSplit)] or [GeneratorSplit(0, 1, 0)]
+        return _GeneratorEpochs(generated[0], source.rate.rows_per_second,
+                                min_interval_s=min_interval_s, max_records=max_records)
+    if isinstance(source, FileSource) and source.discovery_interval_ms is not None:
+        (monitored,) = [s for s in splits if isinstance(s, MonitoredFilesSplit)]
+        return _MonitoredFileEpochs(source, monitored)
+    return _WholeSplits(splits)

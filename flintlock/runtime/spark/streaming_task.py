@@ -1,0 +1,275 @@
+"""``SparkStreamingTask``: a STREAMING subtask, its operator chain run on Spark once per epoch.
+
+Invokable class path: ``flintlock.runtime.spark.streaming_task:SparkStreamingTask`` (set by the
+JobGraph generator for STREAMING jobs). Services as ``SparkStreamTask`` (``"spark"``); partitions
+are PIPELINED (``flintlock.runtime.shuffle.pipelined``) in the directories the JobMaster named.
+
+The loop (ARCHITECTURE section 4b, "a streaming subtask = a loop of epochs"):
+
+1. Wait for credit: no output partition may be more than ``max_backlog`` segments ahead of its
+   slowest consumer (back pressure; the time spent here is ``backPressuredTimeMsPerSecond``).
+2. Take the epoch's input: a source head asks its ``EpochSource`` for splits (generated ranges,
+   new files); any other head polls its input gates for newly committed segments (at most
+   ``max_backlog`` per channel).
+3. With input, translate the chain over it (``translate_chain``) and run each output as one Spark
+   write into the next segment of its partition, then commit the segment; sinks append (FileSink
+   part files stay in the attempt's temporary directory until the JobMaster commits them when the
+   job finishes; print sinks print at once).
+4. Acknowledge the consumed input segments (after the output was committed).
+5. When every input ended (sources exhausted, every channel's end-of-partition seen), commit the
+   end-of-partition records and finish; with nothing to do, wait (idle time) and go on.
+
+``cancel()`` works as for ``SparkStreamTask``: it interrupts the running Spark action and ends any
+wait at once. ``max_backlog`` = ``taskmanager.network.memory.buffers-per-channel`` +
+``taskmanager.network.memory.floating-buffers-per-gate`` (a segment stands for a network buffer;
+Flink's defaults 2 + 8).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from flintlock.config import options
+from flintlock.connectors.sinks import CollectSink
+from flintlock.runtime.operators.specs import OperatorChain, SourceSpec
+from flintlock.runtime.shuffle.exceptions import PartitionNotFoundException
+from flintlock.runtime.shuffle.pipelined import (
+    PipelinedPartitionReader,
+    PipelinedPartitionWriter,
+    ReadableSegment,
+)
+from flintlock.runtime.spark.chain_translator import TranslatedChain, translate_chain
+from flintlock.runtime.spark.connector_io import write_sink
+from flintlock.runtime.spark.epoch_sources import EpochSource, epoch_source
+from flintlock.runtime.spark.errors import OperatorException
+from flintlock.runtime.spark.partitions import GateRead, write_partition
+from flintlock.runtime.spark.stream_task import SparkStreamTask
+from flintlock.runtime.taskmanager.invokable import TaskCancelledError
+from flintlock.runtime.taskmanager.task_execution_state import IOMetrics, TaskResult
+
+__all__ = ["SparkStreamingTask", "StreamingTaskStats", "max_backlog"]
+
+log = logging.getLogger(__name__)
+
+#: back-pressure and idle waits poll this often (seconds) at most
+_POLL_S = 0.05
+
+
+def _setting(job_configuration: Mapping[str, str], option: Any) -> Any:
+    """A job setting parsed by its option (the default when absent)."""
+    raw = job_configuration.get(option.key)
+    return option.default if raw is None else option.parse(raw)
+
+
+def max_backlog(job_configuration: Mapping[str, str]) -> int:
+    """Unacknowledged segments a producer may have per partition (see the module docstring)."""
+    return max(1, _setting(job_configuration, options.BUFFERS_PER_CHANNEL)
+               + _setting(job_configuration, options.FLOATING_BUFFERS_PER_GATE))
+
+
+class StreamingTaskStats:
+    """What the loop measured: epochs, records, and busy / back-pressured / idle time (ms)."""
+
+    def __init__(self) -> None:
+        self.epochs = 0
+        self.records_in = self.records_out = self.bytes_in = self.bytes_out = 0
+        self.busy_ms = self.back_pressured_ms = self.idle_ms = 0.0
+        #: the largest backlog of any output partition seen before an epoch
+        self.max_backlog_seen = 0
+
+
+class SparkStreamingTask(SparkStreamTask):
+    """Runs the ``OperatorChain`` in ``env.tdd.invokable_payload`` epoch by epoch."""
+
+    def _invoke(self) -> TaskResult:
+        self._check_cancelled()
+        chain = self._load_chain()
+        spark = self._env.services["spark"].get()
+        with self._lock:
+            self._spark = spark
+        self._check_cancelled()
+        spark.addTag(self._tag)
+        self.stats = StreamingTaskStats()
+        try:
+            return self._loop(spark, chain)
+        except TaskCancelledError:
+            raise
+        except Exception as exc:
+            if self._is_cancelled():
+                raise TaskCancelledError(f"{self._tdd.task_name_with_subtask()} was cancelled") from exc
+            if isinstance(exc, (OperatorException, PartitionNotFoundException)):
+                raise
+            raise self._explain(chain, None, exc) from exc
+        finally:
+            try:
+                spark.removeTag(self._tag)
+            except Exception:
+                log.debug("removeTag failed", exc_info=True)
+
+    # ---- the loop --------------------------------------------------------------------------------
+
+    def _loop(self, spark: Any, chain: OperatorChain) -> TaskResult:
+        tdd = self._tdd
+        conf = tdd.job_configuration
+        backlog = max_backlog(conf)
+        writers = [PipelinedPartitionWriter(r.uri, r.number_of_subpartitions, r.number_of_consumers,
+                                            backlog) for r in tdd.produced_partitions]
+        readers = [PipelinedPartitionReader([loc.uri for loc in g.partitions], tdd.subtask_index,
+                                            g.subpartition_start, g.subpartition_end)
+                   for g in tdd.input_gates]
+        head = chain.nodes[0].spec
+        source: EpochSource | None = None
+        if isinstance(head, SourceSpec):
+            source = epoch_source(head.source, tuple(tdd.source_splits),
+                                  _setting(conf, options.BUFFER_TIMEOUT))
+        committables: dict[int, object] = {}
+        collected: dict[str, list[pa.Table]] = {}
+        schemas = [""] * len(writers)
+        while True:
+            self._wait_for_credit(writers)
+            started = time.perf_counter()
+            if source is not None:
+                epoch = source.next_epoch(time.monotonic())
+                splits, ended, wait_s = epoch.splits, epoch.ended, epoch.wait_s
+                segments: list[list[ReadableSegment]] = []
+                has_input = bool(splits)
+            else:
+                splits, wait_s = (), _POLL_S
+                segments = [r.poll(backlog) for r in readers]
+                ended = all(r.ended for r in readers)
+                has_input = any(s.dirs for gate in segments for s in gate)
+            if has_input:
+                self._epoch(spark, chain, splits, readers, segments, writers, schemas,
+                            committables, collected, ended)
+            elif ended or any(segments):
+                self._commit_empty(writers, schemas, ended)
+            for r in readers:
+                if any(segments):
+                    r.acknowledge()
+            busy_ms = (time.perf_counter() - started) * 1e3
+            if has_input:
+                self.stats.busy_ms += busy_ms
+            if ended:
+                break
+            if not has_input and not any(segments):
+                self._pause(wait_s)
+        self._check_cancelled()
+        accumulators = {name: _ipc(tables) for name, tables in collected.items()}
+        s = self.stats
+        log.info("%s: %d epochs, %d records in, %d out, busy %.0f ms, back-pressured %.0f ms, "
+                 "idle %.0f ms", tdd.task_name_with_subtask(), s.epochs, s.records_in,
+                 s.records_out, s.busy_ms, s.back_pressured_ms, s.idle_ms)
+        return TaskResult(partitions=(), committables=committables, accumulators=accumulators,
+                          metrics=IOMetrics(records_in=s.records_in, records_out=s.records_out,
+                                            bytes_in=s.bytes_in, bytes_out=s.bytes_out))
+
+    def _pause(self, seconds: float) -> None:
+        """Idle wait that a cancel ends at once."""
+        started = time.perf_counter()
+        self._cancelled.wait(max(0.001, min(seconds, _POLL_S)))
+        self.stats.idle_ms += (time.perf_counter() - started) * 1e3
+        self._check_cancelled()
+
+    def _wait_for_credit(self, writers: list[PipelinedPartitionWriter]) -> None:
+        started = time.perf_counter()
+        while True:
+            self._check_cancelled()
+            backlogs = [w.backlog() for w in writers]
+            if backlogs:
+                self.stats.max_backlog_seen = max(self.stats.max_backlog_seen, *backlogs)
+            if all(b < w.max_backlog for b, w in zip(backlogs, writers, strict=True)):
+                break
+            self._cancelled.wait(_POLL_S)
+        self.stats.back_pressured_ms += (time.perf_counter() - started) * 1e3
+
+    def _commit_empty(self, writers: list[PipelinedPartitionWriter], schemas: list[str],
+                      ended: bool) -> None:
+        """Records without data: the end-of-partition marker (or nothing while running)."""
+        if not ended:
+            return
+        for w, schema in zip(writers, schemas, strict=True):
+            if not w.ended:
+                w.commit(schema=schema, end=True)
+
+    def _epoch(self, spark: Any, chain: OperatorChain, splits: tuple[Any, ...],
+               readers: list[PipelinedPartitionReader], segments: list[list[ReadableSegment]],
+               writers: list[PipelinedPartitionWriter], schemas: list[str],
+               committables: dict[int, object], collected: dict[str, list[pa.Table]],
+               ended: bool) -> None:
+        tdd = self._tdd
+
+        def read_gate(index: int) -> GateRead:
+            reader, taken = readers[index], segments[index]
+            dirs = [d for s in taken for d in s.dirs]
+            rows = sum(s.rows for s in taken)
+            size = sum(s.bytes for s in taken)
+            if not dirs:
+                if not reader.schema:
+                    return GateRead(None, 0, 0, "")
+                return GateRead(spark.createDataFrame([], schema=reader.schema), 0, 0, reader.schema)
+            return GateRead(spark.read.schema(reader.schema).parquet(*dirs), rows, size, reader.schema)
+
+        tc = translate_chain(spark, chain, vertex_name=tdd.vertex_name, source_splits=splits,
+                             read_gate=read_gate)
+        self.stats.epochs += 1
+        self.stats.records_in += tc.records_in
+        self.stats.bytes_in += tc.bytes_in
+        self._write_outputs(chain, tc, writers, schemas, ended)
+        self._write_sinks(tc, committables, collected)
+
+    def _write_outputs(self, chain: OperatorChain, tc: TranslatedChain,
+                       writers: list[PipelinedPartitionWriter], schemas: list[str],
+                       ended: bool) -> None:
+        tdd = self._tdd
+        done = set()
+        for out_index, node_index in sorted(tc.outputs):
+            output = chain.outputs[out_index]
+            rpdd = self._partition_for(out_index, output)
+            i = tdd.produced_partitions.index(rpdd)
+            writer = writers[i]
+            uri = writer.segment_uri()
+            loc = self._run(functools.partial(write_partition, tc.frames[node_index], rpdd, output,
+                                              uri, tdd.attempt_id))
+            schemas[i] = schemas[i] or loc.schema
+            writer.commit(loc.rows_per_subpartition, loc.bytes_per_subpartition,
+                          schema=loc.schema, end=ended)
+            self.stats.records_out += sum(loc.rows_per_subpartition)
+            self.stats.bytes_out += sum(loc.bytes_per_subpartition)
+            done.add(i)
+        self._commit_empty([w for i, w in enumerate(writers) if i not in done],
+                           [s for i, s in enumerate(schemas) if i not in done], ended)
+
+    def _write_sinks(self, tc: TranslatedChain, committables: dict[int, object],
+                     collected: dict[str, list[pa.Table]]) -> None:
+        tdd = self._tdd
+        for sink_index, node_index, sink in tc.sinks:
+            df = tc.frames[node_index]
+            if isinstance(sink, CollectSink):
+                table = self._run(df.toArrow)
+                collected.setdefault(sink.accumulator_name(tdd.subtask_index), []).append(table)
+                self.stats.records_out += table.num_rows
+                continue
+            committable, _, rows = write_sink(
+                df, sink, job_id=str(tdd.job_id), attempt=self._tag,
+                subtask_index=tdd.subtask_index, parallelism=tdd.number_of_subtasks,
+                print_fn=self._env.print_fn, run=self._run, append=True,
+            )
+            if committable is not None:
+                committables[sink_index] = committable
+            self.stats.records_out += rows
+
+
+def _ipc(tables: list[pa.Table]) -> bytes:
+    """The collected tables as one Arrow IPC stream (what ``CollectSink`` accumulates)."""
+    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    buf = io.BytesIO()
+    with pa.ipc.new_stream(buf, table.schema) as writer:
+        writer.write_table(table)
+    return buf.getvalue()

@@ -1,0 +1,114 @@
+"""PIPELINED partitions (pure pyarrow.fs): segments become visible only when committed, consumers
+read them in order within their subpartition range, acknowledgements bound the producer's backlog
+(credit-based back pressure), end-of-partition ends the gate, watermarks are the channel minimum.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from flintlock.runtime.shuffle.pipelined import (
+    PipelinedPartitionReader,
+    PipelinedPartitionWriter,
+    SegmentCommit,
+    pipelined_partition_uri,
+    release_job_partitions,
+)
+
+
+def _write_segment(writer: PipelinedPartitionWriter, rows_per_sp: dict[int, int]) -> tuple[list[int], list[int]]:
+    """Write Spark-like ``sp=<k>`` files for the next segment; rows and bytes per subpartition."""
+    rows = [0] * writer.number_of_subpartitions
+    sizes = [0] * writer.number_of_subpartitions
+    for k, n in rows_per_sp.items():
+        d = Path(writer.segment_uri()) / f"sp={k}"
+        d.mkdir(parents=True)
+        pq.write_table(pa.table({"v": list(range(n))}), d / "part-0.parquet")
+        rows[k] = n
+        sizes[k] = (d / "part-0.parquet").stat().st_size
+    return rows, sizes
+
+
+def test_a_segment_is_read_once_committed_and_only_in_the_readers_range(tmp_path: Path) -> None:
+    uri = pipelined_partition_uri(str(tmp_path), "job", "ds", "attempt")
+    writer = PipelinedPartitionWriter(uri, number_of_subpartitions=3, number_of_consumers=2, max_backlog=4)
+    low = PipelinedPartitionReader([uri], consumer_index=0, subpartition_start=0, subpartition_end=1)
+    high = PipelinedPartitionReader([uri], consumer_index=1, subpartition_start=2, subpartition_end=2)
+
+    rows, sizes = _write_segment(writer, {0: 5, 2: 7})
+    assert low.poll(10) == [] and high.poll(10) == []  # written, not committed: invisible
+    writer.commit(rows, sizes, schema="v bigint")
+
+    (seg,) = low.poll(10)
+    assert seg.rows == 5 and len(seg.dirs) == 1 and seg.dirs[0].endswith("seg-00000000/sp=0")
+    assert pq.read_table(seg.dirs[0]).num_rows == 5
+    (seg_high,) = high.poll(10)
+    assert seg_high.rows == 7 and seg_high.dirs[0].endswith("sp=2")
+    assert low.schema == "v bigint"
+    assert low.poll(10) == []  # nothing new: each segment once
+
+
+def test_backlog_follows_the_slowest_consumer_and_limits_credit(tmp_path: Path) -> None:
+    uri = str(tmp_path / "p")
+    writer = PipelinedPartitionWriter(uri, 2, number_of_consumers=2, max_backlog=2)
+    fast = PipelinedPartitionReader([uri], 0, 0, 0)
+    slow = PipelinedPartitionReader([uri], 1, 1, 1)
+    for _ in range(2):
+        writer.commit(*_write_segment(writer, {0: 1, 1: 1}))
+    assert writer.backlog() == 2 and not writer.has_credit()  # nobody acknowledged yet
+    assert len(fast.poll(10)) == 2
+    fast.acknowledge()
+    assert writer.acknowledged() == [2, 0]
+    assert not writer.has_credit()  # the slow consumer still holds both
+    assert len(slow.poll(1)) == 1  # a reader takes at most what it is given
+    slow.acknowledge()
+    assert writer.backlog() == 1 and writer.has_credit()
+
+
+def test_end_of_partition_ends_the_gate_and_the_writer(tmp_path: Path) -> None:
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    wa = PipelinedPartitionWriter(a, 1, 1, 4)
+    wb = PipelinedPartitionWriter(b, 1, 1, 4)
+    gate = PipelinedPartitionReader([a, b], 0, 0, 0)
+    wa.commit(*_write_segment(wa, {0: 3}), end=True)
+    got = gate.poll(10)
+    assert [s.channel for s in got] == [0] and not gate.ended
+    wb.commit(end=True)  # a bare end marker: no data
+    (marker,) = gate.poll(10)
+    assert marker.dirs == () and marker.commit.end and gate.ended
+    with pytest.raises(RuntimeError, match="already ended"):
+        wa.commit()
+    with pytest.raises(ValueError, match="subpartition counts"):
+        PipelinedPartitionWriter(str(tmp_path / "c"), 2, 1, 1).commit([1], [1])
+
+
+def test_the_gate_watermark_is_the_minimum_over_its_live_channels(tmp_path: Path) -> None:
+    uris = [str(tmp_path / f"w{i}") for i in range(2)]
+    writers = [PipelinedPartitionWriter(u, 1, 1, 8) for u in uris]
+    gate = PipelinedPartitionReader(uris, 0, 0, 0)
+    writers[0].commit(watermark=1_000)
+    gate.poll(10)
+    assert gate.watermark() is None  # channel 1 has not reported one
+    writers[1].commit(watermark=400)
+    writers[0].commit(watermark=2_000)
+    gate.poll(10)
+    assert gate.watermark() == 400
+    writers[1].commit(end=True)
+    gate.poll(10)
+    assert gate.watermark() == 2_000  # an ended channel no longer holds the watermark back
+
+
+def test_commit_records_round_trip_and_job_partitions_are_released(tmp_path: Path) -> None:
+    record = SegmentCommit(3, (1, 0), (10, 0), "v bigint", end=True, watermark=5)
+    assert SegmentCommit.from_json(record.to_json()) == record
+    uri = pipelined_partition_uri(str(tmp_path), "job1", "ds", "a")
+    PipelinedPartitionWriter(uri, 1, 1, 1).commit()
+    assert (tmp_path / "job1" / "pipelined").exists()
+    release_job_partitions(str(tmp_path), "job1")
+    assert not (tmp_path / "job1" / "pipelined").exists()
+    with pytest.raises(ValueError, match="max_backlog"):
+        PipelinedPartitionWriter(uri, 1, 1, 0)
