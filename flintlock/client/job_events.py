@@ -105,6 +105,9 @@ class FailoverReporter:
         if (graph.state is JobStatus.RUNNING and graph.number_of_restarts > 0
                 and (restarted or self._state is not JobStatus.RUNNING)):
             lines.append("Job RUNNING")
+        elif graph.state is JobStatus.FINISHED and (restarted or self._state is JobStatus.RESTARTING):
+            # restarted, ran and finished between two snapshots: a job finishes only from RUNNING
+            lines.append("Job RUNNING")
         self._state = graph.state
         return lines
 

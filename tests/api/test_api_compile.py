@@ -10,7 +10,7 @@ import pytest
 from flintlock_api_fakes import FakeSink, FakeSource, install_connector_standins
 from pyspark.sql import functions as F
 
-from flintlock import Configuration, RuntimeExecutionMode, StreamExecutionEnvironment
+from flintlock import Configuration, StreamExecutionEnvironment
 from flintlock.api.exceptions import InvalidProgramException
 from flintlock.graph.stream_graph_generator import operator_id_from_uid
 from flintlock.runtime.jobgraph.types import JobType, ResultPartitionType, ShipStrategy

