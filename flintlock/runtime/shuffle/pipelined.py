@@ -130,13 +130,19 @@ def _write_atomically(fs: pafs.FileSystem, path: str, text: str) -> None:
 
 
 def _read_text(fs: pafs.FileSystem, path: str) -> str | None:
-    try:
-        with fs.open_input_stream(path) as fh:
-            return bytes(fh.read()).decode()
-    except (FileNotFoundError, OSError):
-        if fs.get_file_info(path).type == pafs.FileType.NotFound:
-            return None
-        raise
+    """The file's text, or None when it does not exist. A file being replaced (pyarrow's local
+    ``move`` is not always one atomic rename) can vanish between a failed open and the check
+    that follows; the open is then tried again."""
+    for attempt in range(5):
+        try:
+            with fs.open_input_stream(path) as fh:
+                return bytes(fh.read()).decode()
+        except (FileNotFoundError, OSError):
+            if fs.get_file_info(path).type == pafs.FileType.NotFound:
+                return None  # not there (yet): an ack counts as 0, a commit as not committed
+            if attempt == 4:
+                raise
+    return None
 
 
 class PipelinedPartitionWriter:
