@@ -17,8 +17,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import cloudpickle
-
 from flintlock.runtime.operators.specs import SerializedFunction
 
 __all__ = ["DataGeneratorSource", "GeneratorSplit", "RateLimiterStrategy"]
@@ -99,7 +97,6 @@ class DataGeneratorSource:
         name = function_name(generator_function)
         try:
             payload = dumps_user_function(functools.partial(_call_with_index, generator_function))
-            cloudpickle.loads(payload)
         except Exception as exc:
             raise InvalidProgramException(
                 f"Cannot serialize the generator function '{name}' of DataGeneratorSource: "

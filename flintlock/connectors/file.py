@@ -192,12 +192,11 @@ class FileSource:
         lists the path itself); the path must exist, it may be empty.
         """
         if self.discovery_interval_ms is not None:
-            self.new_files(set(), 0, 1, allow_empty=True)
+            self.new_files(set(), 0, 1)
             return [[MonitoredFilesSplit(i, parallelism)] for i in range(parallelism)]
         return assign_balanced(self.list_files(), parallelism)
 
-    def new_files(self, seen: set[str], subtask: int, parallelism: int,
-                  allow_empty: bool = True) -> list[FileSplit]:
+    def new_files(self, seen: set[str], subtask: int, parallelism: int) -> list[FileSplit]:
         """The files under the path not in ``seen`` that belong to ``subtask`` (crc32 of the
         path modulo ``parallelism``), sorted by path.
 
@@ -207,7 +206,7 @@ class FileSource:
         try:
             files = self.list_files()
         except SourceException as exc:
-            if allow_empty and "no files match" in str(exc):
+            if "no files match" in str(exc):  # a glob matching nothing yet
                 return []
             raise
         return [f for f in files if f.path not in seen

@@ -154,14 +154,37 @@ class SparkStreamTask:
         finally:
             self._done.set()
 
-    def _invoke(self) -> TaskResult:
-        self._check_cancelled()
-        chain = self._load_chain()
+    def _tagged_session(self) -> Any:
+        """The TaskManager's Spark session, remembered for ``cancel()``, with this attempt's tag."""
         spark = self._env.services["spark"].get()
         with self._lock:
             self._spark = spark
         self._check_cancelled()
         spark.addTag(self._tag)
+        return spark
+
+    def _untag(self, spark: Any) -> None:
+        try:
+            spark.removeTag(self._tag)
+        except Exception:
+            log.debug("removeTag failed", exc_info=True)
+
+    def _task_error(self, chain: OperatorChain, tc: TranslatedChain | None,
+                    exc: Exception) -> BaseException:
+        """What ``invoke`` raises for ``exc``: a cancellation when cancelled, operator and
+        partition errors as they are, anything else explained (``_explain``)."""
+        if self._is_cancelled():
+            error = TaskCancelledError(f"{self._tdd.task_name_with_subtask()} was cancelled")
+            error.__cause__ = exc
+            return error
+        if isinstance(exc, (OperatorException, PartitionNotFoundException)):
+            return exc
+        return self._explain(chain, tc, exc)
+
+    def _invoke(self) -> TaskResult:
+        self._check_cancelled()
+        chain = self._load_chain()
+        spark = self._tagged_session()
         written: list[str] = []
         translated: TranslatedChain | None = None
         try:
@@ -178,18 +201,12 @@ class SparkStreamTask:
             raise
         except Exception as exc:
             release_partitions(written)
-            if self._is_cancelled():
-                raise TaskCancelledError(
-                    f"{self._tdd.task_name_with_subtask()} was cancelled"
-                ) from exc
-            if isinstance(exc, (OperatorException, PartitionNotFoundException)):
+            error = self._task_error(chain, translated, exc)
+            if error is exc:
                 raise
-            raise self._explain(chain, translated, exc) from exc
+            raise error from exc
         finally:
-            try:
-                spark.removeTag(self._tag)
-            except Exception:
-                log.debug("removeTag failed", exc_info=True)
+            self._untag(spark)
 
     def _load_chain(self) -> OperatorChain:
         try:

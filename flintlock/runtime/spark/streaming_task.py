@@ -39,7 +39,6 @@ import pyarrow as pa
 from flintlock.config import options
 from flintlock.connectors.sinks import CollectSink
 from flintlock.runtime.operators.specs import OperatorChain, SourceSpec
-from flintlock.runtime.shuffle.exceptions import PartitionNotFoundException
 from flintlock.runtime.shuffle.pipelined import (
     PipelinedPartitionReader,
     PipelinedPartitionWriter,
@@ -48,7 +47,6 @@ from flintlock.runtime.shuffle.pipelined import (
 from flintlock.runtime.spark.chain_translator import TranslatedChain, translate_chain
 from flintlock.runtime.spark.connector_io import write_sink
 from flintlock.runtime.spark.epoch_sources import EpochSource, epoch_source
-from flintlock.runtime.spark.errors import OperatorException
 from flintlock.runtime.spark.partitions import GateRead, write_partition
 from flintlock.runtime.spark.stream_task import SparkStreamTask
 from flintlock.runtime.taskmanager.invokable import TaskCancelledError
@@ -81,8 +79,6 @@ class StreamingTaskStats:
         self.epochs = 0
         self.records_in = self.records_out = self.bytes_in = self.bytes_out = 0
         self.busy_ms = self.back_pressured_ms = self.idle_ms = 0.0
-        #: the largest backlog of any output partition seen before an epoch
-        self.max_backlog_seen = 0
 
 
 class SparkStreamingTask(SparkStreamTask):
@@ -91,27 +87,19 @@ class SparkStreamingTask(SparkStreamTask):
     def _invoke(self) -> TaskResult:
         self._check_cancelled()
         chain = self._load_chain()
-        spark = self._env.services["spark"].get()
-        with self._lock:
-            self._spark = spark
-        self._check_cancelled()
-        spark.addTag(self._tag)
+        spark = self._tagged_session()
         self.stats = StreamingTaskStats()
         try:
             return self._loop(spark, chain)
         except TaskCancelledError:
             raise
         except Exception as exc:
-            if self._is_cancelled():
-                raise TaskCancelledError(f"{self._tdd.task_name_with_subtask()} was cancelled") from exc
-            if isinstance(exc, (OperatorException, PartitionNotFoundException)):
+            error = self._task_error(chain, None, exc)
+            if error is exc:
                 raise
-            raise self._explain(chain, None, exc) from exc
+            raise error from exc
         finally:
-            try:
-                spark.removeTag(self._tag)
-            except Exception:
-                log.debug("removeTag failed", exc_info=True)
+            self._untag(spark)
 
     # ---- the loop --------------------------------------------------------------------------------
 
@@ -148,11 +136,11 @@ class SparkStreamingTask(SparkStreamTask):
             if has_input:
                 self._epoch(spark, chain, splits, readers, segments, writers, schemas,
                             committables, collected, ended)
-            elif ended or any(segments):
-                self._commit_empty(writers, schemas, ended)
-            for r in readers:
-                if any(segments):
-                    r.acknowledge()
+            elif ended:
+                self._commit_end(writers, schemas)
+            for reader, taken in zip(readers, segments, strict=False):
+                if taken:
+                    reader.acknowledge()
             busy_ms = (time.perf_counter() - started) * 1e3
             if has_input:
                 self.stats.busy_ms += busy_ms
@@ -181,19 +169,13 @@ class SparkStreamingTask(SparkStreamTask):
         started = time.perf_counter()
         while True:
             self._check_cancelled()
-            backlogs = [w.backlog() for w in writers]
-            if backlogs:
-                self.stats.max_backlog_seen = max(self.stats.max_backlog_seen, *backlogs)
-            if all(b < w.max_backlog for b, w in zip(backlogs, writers, strict=True)):
+            if all(w.has_credit() for w in writers):
                 break
             self._cancelled.wait(_POLL_S)
         self.stats.back_pressured_ms += (time.perf_counter() - started) * 1e3
 
-    def _commit_empty(self, writers: list[PipelinedPartitionWriter], schemas: list[str],
-                      ended: bool) -> None:
-        """Records without data: the end-of-partition marker (or nothing while running)."""
-        if not ended:
-            return
+    def _commit_end(self, writers: list[PipelinedPartitionWriter], schemas: list[str]) -> None:
+        """End-of-partition records without data for the partitions not ended yet."""
         for w, schema in zip(writers, schemas, strict=True):
             if not w.ended:
                 w.commit(schema=schema, end=True)
@@ -243,8 +225,9 @@ class SparkStreamingTask(SparkStreamTask):
             self.stats.records_out += sum(loc.rows_per_subpartition)
             self.stats.bytes_out += sum(loc.bytes_per_subpartition)
             done.add(i)
-        self._commit_empty([w for i, w in enumerate(writers) if i not in done],
-                           [s for i, s in enumerate(schemas) if i not in done], ended)
+        if ended:
+            self._commit_end([w for i, w in enumerate(writers) if i not in done],
+                             [s for i, s in enumerate(schemas) if i not in done])
 
     def _write_sinks(self, tc: TranslatedChain, committables: dict[int, object],
                      collected: dict[str, list[pa.Table]]) -> None:
