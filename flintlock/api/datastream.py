@@ -229,6 +229,61 @@ class DataStream(_OperatorSettings):
         spec = MapBatchesSpec(_pending(fn), to_ddl(output_schema), batch_format)
         return self._one_input("MapBatches", spec, function=fn)
 
+    # ---- event time ---------------------------------------------------------------------------
+
+    def assign_timestamps_and_watermarks(self, strategy: Any) -> DataStream:
+        """Event time and watermarks from a ``WatermarkStrategy`` (``flintlock.api.watermarks``).
+
+        Raises:
+            TypeError: not a WatermarkStrategy.
+            InvalidProgramException: the strategy names neither a timestamp column nor an
+                assigner function.
+        """
+        from flintlock.api.watermarks import WatermarkStrategy
+        from flintlock.runtime.operators.time_specs import WatermarkAssignerSpec
+
+        if not isinstance(strategy, WatermarkStrategy):
+            raise TypeError("assign_timestamps_and_watermarks: expected a WatermarkStrategy, got "
+                            f"{type(strategy).__name__}")
+        fn = strategy.timestamp_assigner
+        if strategy.timestamp_column is None and fn is None:
+            raise InvalidProgramException(
+                "assign_timestamps_and_watermarks: the WatermarkStrategy has no event time; add "
+                ".with_timestamp_column('ts') or .with_timestamp_assigner(fn)")
+        spec = WatermarkAssignerSpec(strategy.timestamp_column, strategy.out_of_orderness_ms,
+                                     strategy.idleness_ms, _pending(fn) if fn else None)
+        return self._one_input("Timestamps/Watermarks", spec, function=fn)
+
+    def get_side_output(self, tag: Any) -> DataStream:
+        """The rows this operator sent to side output ``tag`` (an ``OutputTag``)."""
+        from flintlock.api.windows import OutputTag
+        from flintlock.runtime.operators.time_specs import SideOutputSpec
+
+        if not isinstance(tag, OutputTag):
+            raise TypeError(f"get_side_output: expected an OutputTag, got {type(tag).__name__}")
+        if getattr(getattr(self._transformation, "spec", None), "late_tag", None) != tag.tag_id:
+            raise InvalidProgramException(
+                f"get_side_output: operator '{self._transformation.name}' has no side output "
+                f"'{tag.tag_id}' (late data goes to a side output with "
+                "window(...).side_output_late_data(tag))")
+        t = OneInputTransformation(id=self._env._next_id(), name=f"SideOutput: {tag.tag_id}",
+                                   inputs=(self._transformation,), spec=SideOutputSpec(tag.tag_id))
+        return DataStream(self._env, t)
+
+    def time_column(self) -> str | None:
+        """The event-time column set by the nearest upstream ``assign_timestamps_and_watermarks``
+        (following first inputs), or None."""
+        from flintlock.api.watermarks import ROWTIME_COLUMN
+        from flintlock.runtime.operators.time_specs import WatermarkAssignerSpec
+
+        t: Transformation | None = self._transformation
+        while t is not None:
+            spec = getattr(t, "spec", None)
+            if isinstance(spec, WatermarkAssignerSpec):
+                return spec.time_column or ROWTIME_COLUMN
+            t = t.inputs[0] if t.inputs else None
+        return None
+
     # ---- keyed and global operators -------------------------------------------------------------
 
     def key_by(self, *keys: Any) -> KeyedStream:
@@ -512,8 +567,22 @@ class KeyedStream(DataStream):
         fn = as_callable(fn, ReduceFunction, "reduce")
         return self._one_input("Reduce", KeyedReduceSpec(self._keys, _pending(fn)), function=fn)
 
+    def window(self, assigner: Any) -> Any:
+        """A ``WindowedStream`` (``flintlock.api.windowed_stream``) over ``assigner``'s windows."""
+        from flintlock.api.windowed_stream import WindowedStream
+
+        return WindowedStream(self, assigner)
+
     def process(self, fn: Any, output_schema: Any) -> DataStream:
-        """``fn(key, rows) -> iterable of rows`` over all rows of one key."""
+        """A ``KeyedProcessFunction`` with Flink's ``process_element`` / ``on_timer`` (keyed state
+        and timers, STREAMING and BATCH), or ``fn(key, rows) -> iterable of rows`` over all rows
+        of one key (BATCH)."""
+        if isinstance(fn, KeyedProcessFunction) and fn.is_stateful:
+            from flintlock.runtime.operators.time_specs import StatefulProcessSpec
+
+            spec = StatefulProcessSpec(self._keys, _pending(fn), to_ddl(output_schema),
+                                       self.time_column())
+            return self._one_input("KeyedProcess", spec, function=fn)
         fn = as_callable(fn, KeyedProcessFunction, "process")
         spec = KeyedProcessSpec(self._keys, _pending(fn), to_ddl(output_schema))
         return self._one_input("KeyedProcess", spec, function=fn)

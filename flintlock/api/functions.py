@@ -19,6 +19,7 @@ __all__ = [
     "Function",
     "KeyedProcessFunction",
     "MapFunction",
+    "ProcessWindowFunction",
     "ReduceFunction",
     "as_callable",
     "function_name",
@@ -50,9 +51,44 @@ class ReduceFunction(Function):
 
 
 class KeyedProcessFunction(Function):
-    """Processes all rows of one key: ``process(key, rows)`` yields output rows."""
+    """A function over a keyed stream, in one of two shapes.
+
+    Flink's (STREAMING and BATCH, ``is_stateful``): ``open(runtime_context)`` once per subtask,
+    then ``process_element(row, ctx)`` per row (in event-time order within an epoch when the
+    stream has event time) and ``on_timer(timestamp, ctx)`` per due timer, each yielding output
+    rows; keyed state and timers through ``flintlock.api.state``. ``ctx``: ``get_current_key()``,
+    ``timestamp()`` (the row's event time or the timer's time, ms), ``timer_service()``,
+    ``time_domain()`` (in ``on_timer``).
+
+    flintlock's batch shape (BATCH only): ``process(key, rows)`` over all rows of one key.
+    """
+
+    def open(self, runtime_context: Any) -> None:
+        pass
+
+    def process_element(self, value: Any, ctx: Any) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Any] | None:
+        return None
+
+    def close(self) -> None:
+        pass
 
     def process(self, key: Any, rows: Iterable[Any]) -> Iterable[Any]:
+        raise NotImplementedError
+
+    @property
+    def is_stateful(self) -> bool:
+        """Whether this implements Flink's ``process_element`` shape."""
+        return type(self).process_element is not KeyedProcessFunction.process_element
+
+
+class ProcessWindowFunction(Function):
+    """``process(key, context, elements)`` yields output rows for one fired window;
+    ``context.window()`` is its ``TimeWindow`` (Flink ``ProcessWindowFunction``)."""
+
+    def process(self, key: Any, context: Any, elements: Iterable[Any]) -> Iterable[Any]:
         raise NotImplementedError
 
 
@@ -62,6 +98,7 @@ _METHODS: dict[type[Function], str] = {
     FilterFunction: "filter",
     ReduceFunction: "reduce",
     KeyedProcessFunction: "process",
+    ProcessWindowFunction: "process",
 }
 
 

@@ -67,6 +67,7 @@ from flintlock.runtime.operators.specs import (
     SinkSpec,
     SourceSpec,
 )
+from flintlock.runtime.operators.time_specs import SideOutputSpec
 
 __all__ = [
     "DEFAULT_BATCH_JOB_NAME",
@@ -276,6 +277,9 @@ class _Builder:
             spec = t.spec
             if t.function is not None:
                 spec = dataclasses.replace(spec, fn=serialize_function(t.function, t.name))
+            if isinstance(spec, SideOutputSpec):  # virtual in Flink: chained to its operator
+                up = self.nodes[inputs[0].node_id]
+                return self.add_node(t, spec, inputs, parallelism=up.parallelism)
             return self.add_node(t, spec, inputs)
         if isinstance(t, MultiInputTransformation) and isinstance(t.spec, JoinSpec):
             return self._translate_join(t, inputs)

@@ -4,11 +4,12 @@ Flink's rules (``StreamGraphGenerator``, ``RuntimeExecutionMode``): AUTOMATIC ru
 source is bounded, else STREAMING; BATCH with an unbounded source is an error. flintlock's
 streaming data plane runs a subtask's chain once per epoch over the records that arrived
 (``flintlock.runtime.spark.streaming_task``), so it accepts the operators whose result over a
-stream is the union of their results over its epochs: sources, projections, filters, map /
-flat_map / map_batches, union, rebalance / shuffle / broadcast / key_by exchanges and sinks.
-Operators that need all of their input or keyed state across epochs (aggregations, joins,
-distinct, sort, limit, keyed reduce/process without windows) are refused with a clear message
-until windows and keyed state exist.
+stream is the union of their results over its epochs (sources, projections, filters, map /
+flat_map / map_batches, union, rebalance / shuffle / broadcast / key_by exchanges and sinks), and
+the operators that keep keyed state across epochs themselves (watermark assigners, windows,
+side outputs, ``KeyedProcessFunction`` with state and timers). Operators that need all of their
+input at once (unwindowed aggregations, joins, distinct, sort, limit, keyed reduce and the
+batch-shaped ``process(key, rows)``) are refused with a clear message.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from typing import Any
 
 from flintlock.api.exceptions import InvalidProgramException
 from flintlock.runtime.operators import specs as S
+from flintlock.runtime.operators.time_specs import TIME_SPECS
 
 __all__ = ["STREAMING_OPERATORS", "check_streaming_operators", "is_bounded", "unbounded_sources"]
 
 #: Operator specs a STREAMING job may use (each is applied epoch by epoch).
 STREAMING_OPERATORS = (
     S.SourceSpec, S.SelectSpec, S.FilterSpec, S.FilterFunctionSpec, S.WithColumnSpec, S.DropSpec,
-    S.MapSpec, S.FlatMapSpec, S.MapBatchesSpec, S.UnionSpec, S.SinkSpec,
+    S.MapSpec, S.FlatMapSpec, S.MapBatchesSpec, S.UnionSpec, S.SinkSpec, *TIME_SPECS,
 )
 
 
@@ -63,7 +65,10 @@ def check_streaming_operators(nodes: Iterable[Any]) -> None:
         if not isinstance(node.spec, STREAMING_OPERATORS):
             raise InvalidProgramException(
                 f"Operator '{node.name}' ({type(node.spec).__name__.removesuffix('Spec')}) is not "
-                "supported in STREAMING mode yet: streaming jobs run sources, select / filter / "
-                "with_column / drop, map / flat_map / map_batches, union, exchanges and sinks. "
-                "Run the program in BATCH mode (bounded sources), or drop the operator."
+                "supported in STREAMING mode: streaming jobs run sources, select / filter / "
+                "with_column / drop, map / flat_map / map_batches, union, exchanges, "
+                "assign_timestamps_and_watermarks, key_by(...).window(...), "
+                "key_by(...).process(KeyedProcessFunction with process_element) and sinks. "
+                "Aggregate over windows instead, or run the program in BATCH mode (bounded "
+                "sources)."
             )

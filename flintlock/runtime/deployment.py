@@ -110,6 +110,7 @@ class TaskDeploymentDescriptor:
         produced_partitions: one per produced dataset, in output order.
         source_splits: the splits assigned to this subtask (source vertices only).
         job_configuration: the effective configuration of the job (Flink keys -> strings).
+        state_uri: where this attempt keeps its operators' state tables (STREAMING jobs; "").
     """
 
     job_id: JobID
@@ -125,6 +126,7 @@ class TaskDeploymentDescriptor:
     produced_partitions: tuple[ResultPartitionDeploymentDescriptor, ...] = ()
     source_splits: tuple[Any, ...] = ()
     job_configuration: Mapping[str, str] = field(default_factory=dict)
+    state_uri: str = ""
 
     @property
     def subtask_index(self) -> int:

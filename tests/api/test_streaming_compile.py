@@ -9,6 +9,7 @@ import datetime
 import threading
 from pathlib import Path
 
+import cloudpickle
 import pytest
 from flintlock_api_fakes import FakeSink, FakeSource
 
@@ -79,7 +80,7 @@ def test_operators_the_streaming_data_plane_cannot_run_yet_are_refused_by_name(b
     build(env.from_source(_unbounded())).sink_to(FakeSink())
     with pytest.raises(InvalidProgramException) as info:
         env.get_job_graph()
-    assert "not supported in STREAMING mode yet" in str(info.value)
+    assert "is not supported in STREAMING mode" in str(info.value)
     assert f"{operator})" in str(info.value) and "BATCH" in str(info.value)
 
 
@@ -134,3 +135,49 @@ def test_a_monitored_directory_yields_each_new_file_once_to_one_subtask(tmp_path
         FileSource.text(str(tmp_path / "missing")).monitor_continuously(1000).enumerate_splits(1)
     with pytest.raises(ValueError, match="at least 1 ms"):
         FileSource.text(str(tmp_path)).monitor_continuously(0)
+
+
+def test_windows_with_a_late_side_output_compile_into_one_chain_after_the_key_by() -> None:
+    from pyspark.sql import functions as F
+
+    from flintlock.api.watermarks import WatermarkStrategy
+    from flintlock.api.windows import OutputTag, SlidingEventTimeWindows
+    from flintlock.runtime.operators.time_specs import (
+        SideOutputSpec,
+        WatermarkAssignerSpec,
+        WindowSpec,
+    )
+
+    env = _env()
+    late = OutputTag("late")
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(datetime.timedelta(seconds=2))
+    windows = (env.from_source(_unbounded())
+               .assign_timestamps_and_watermarks(strategy.with_timestamp_column("id"))
+               .key_by("w").window(SlidingEventTimeWindows.of(10_000, 5_000))
+               .allowed_lateness(1_000).side_output_late_data(late).agg(F.count("id").alias("n")))
+    windows.sink_to(FakeSink())
+    windows.get_side_output(late).sink_to(FakeSink())
+    jg = env.get_job_graph()
+    assert jg.job_type is JobType.STREAMING and len(jg.vertices) == 2
+    chains = [cloudpickle.loads(v.invokable_payload) for v in jg.vertices]
+    specs = [[type(n.spec) for n in c.nodes] for c in chains]
+    assert WatermarkAssignerSpec in specs[0]
+    assert specs[1][0] is WindowSpec and SideOutputSpec in specs[1]  # one chain
+    window = chains[1].nodes[0].spec
+    assert window.time_column == "id" and window.allowed_lateness_ms == 1_000
+    assert (window.assigner.size_ms, window.assigner.slide_ms) == (10_000, 5_000)
+
+
+def test_window_and_watermark_arguments_are_checked_when_the_program_is_written() -> None:
+    from flintlock.api.watermarks import WatermarkStrategy
+    from flintlock.api.windows import OutputTag, SlidingEventTimeWindows, TumblingEventTimeWindows
+
+    with pytest.raises(ValueError, match="multiple of its slide"):
+        SlidingEventTimeWindows.of(10_000, 3_000)
+    with pytest.raises(TypeError, match="timedelta or an int of milliseconds"):
+        TumblingEventTimeWindows.of(1.5)
+    stream = _env().from_source(_unbounded())
+    with pytest.raises(InvalidProgramException, match="has no event time"):
+        stream.assign_timestamps_and_watermarks(WatermarkStrategy.for_monotonous_timestamps())
+    with pytest.raises(InvalidProgramException, match="has no side output 'late'"):
+        stream.filter("id > 1").get_side_output(OutputTag("late"))

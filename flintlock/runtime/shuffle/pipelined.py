@@ -44,9 +44,12 @@ __all__ = [
     "pipelined_partition_uri",
     "release_job_partitions",
     "segment_uri",
+    "state_uri",
 ]
 
 _COMMITS = "_commits"
+#: the watermark at the end of input (Flink's ``Watermark.MAX_WATERMARK``, Long.MAX_VALUE)
+MAX_WATERMARK = 2**63 - 1
 _ACKS = "_acks"
 
 
@@ -65,8 +68,18 @@ def default_pipelined_root() -> str:
 
 
 def release_job_partitions(root: str, job_id: object) -> None:
-    """Delete a job's PIPELINED partitions (when the job reached a terminal state)."""
-    release_partitions([f"{root.rstrip('/')}/{job_id}/pipelined"])
+    """Delete a job's PIPELINED partitions and operator state tables (when the job reached a
+    terminal state)."""
+    release_partitions([f"{root.rstrip('/')}/{job_id}/pipelined",
+                        f"{root.rstrip('/')}/{job_id}/state"])
+
+
+def state_uri(root: str, job_id: object, vertex_id: object, attempt_id: object) -> str:
+    """The directory of one subtask attempt's operator state tables (STREAMING):
+    ``<root>/<job>/state/<vertex>/<subtask>-<attempt number>-<nonce>``."""
+    index = getattr(attempt_id, "subtask_index", 0)
+    attempt = getattr(attempt_id, "attempt_number", 0)
+    return f"{root.rstrip('/')}/{job_id}/state/{vertex_id}/{index}-{attempt}-{uuid.uuid4().hex[:8]}"
 
 
 def pipelined_partition_uri(root: str, job_id: object, partition_id: object, attempt_id: object) -> str:
@@ -98,6 +111,8 @@ class SegmentCommit:
         schema: the rows' schema as a Spark DDL string (``""`` when the segment is empty).
         end: the last segment of the partition.
         watermark: the producer's output watermark after this segment (ms), or None.
+        idle: the producer is idle (Flink's ``WatermarkStatus.IDLE``): its channel does not hold
+            back the consumers' watermark until it commits a segment that is not idle.
     """
 
     segment: int
@@ -106,18 +121,20 @@ class SegmentCommit:
     schema: str = ""
     end: bool = False
     watermark: int | None = None
+    idle: bool = False
 
     def to_json(self) -> str:
         return json.dumps({"segment": self.segment, "rows": list(self.rows),
                            "bytes": list(self.bytes), "schema": self.schema, "end": self.end,
-                           "watermark": self.watermark})
+                           "watermark": self.watermark, "idle": self.idle})
 
     @classmethod
     def from_json(cls, text: str) -> SegmentCommit:
         d = json.loads(text)
         return cls(int(d["segment"]), tuple(int(r) for r in d["rows"]),
                    tuple(int(b) for b in d["bytes"]), str(d.get("schema") or ""),
-                   bool(d.get("end")), None if d.get("watermark") is None else int(d["watermark"]))
+                   bool(d.get("end")), None if d.get("watermark") is None else int(d["watermark"]),
+                   bool(d.get("idle")))
 
 
 def _write_atomically(fs: pafs.FileSystem, path: str, text: str) -> None:
@@ -174,7 +191,8 @@ class PipelinedPartitionWriter:
         return segment_uri(self.uri, self.next_segment)
 
     def commit(self, rows: Sequence[int] = (), sizes: Sequence[int] = (), *, schema: str = "",
-               end: bool = False, watermark: int | None = None) -> SegmentCommit:
+               end: bool = False, watermark: int | None = None,
+               idle: bool = False) -> SegmentCommit:
         """Make the next segment visible by writing its commit record.
 
         Args:
@@ -183,6 +201,7 @@ class PipelinedPartitionWriter:
             schema: the rows' DDL schema.
             end: this is the partition's last segment.
             watermark: the output watermark after this segment (ms).
+            idle: the producer is idle (see ``SegmentCommit``).
 
         Raises:
             RuntimeError: the partition already ended.
@@ -196,7 +215,7 @@ class PipelinedPartitionWriter:
         if len(rows) != n_sub or len(sizes) != n_sub:
             raise ValueError(f"expected {n_sub} subpartition counts, got {len(rows)} and {len(sizes)}")
         n = self.next_segment
-        record = SegmentCommit(n, tuple(rows), tuple(sizes), schema, end, watermark)
+        record = SegmentCommit(n, tuple(rows), tuple(sizes), schema, end, watermark, idle)
         _write_atomically(self._fs, f"{self._path}/{_COMMITS}/{n:08d}.json", record.to_json())
         self.next_segment = n + 1
         self.ended = end
@@ -225,6 +244,7 @@ class _Channel:
     next_segment: int = 0
     ended: bool = False
     watermark: int | None = None
+    idle: bool = False
 
 
 @dataclass(frozen=True)
@@ -286,7 +306,9 @@ class PipelinedPartitionReader:
                 ch.next_segment += 1
                 ch.ended = commit.end
                 if commit.watermark is not None:
-                    ch.watermark = commit.watermark
+                    ch.watermark = commit.watermark if ch.watermark is None else max(
+                        ch.watermark, commit.watermark)
+                ch.idle = commit.idle
                 taken += 1
         return out
 
@@ -298,9 +320,14 @@ class PipelinedPartitionReader:
                               json.dumps({"consumed": ch.next_segment}))
 
     def watermark(self) -> int | None:
-        """The gate's watermark: the minimum over channels that reported one (Flink's
-        ``StatusWatermarkValve``); None while some channel has none."""
-        marks = [c.watermark for c in self.channels if not c.ended]
+        """The gate's watermark (Flink's ``StatusWatermarkValve``): the minimum over the active
+        channels (not ended, not idle; all not-ended ones when every one is idle); None while an
+        active channel has none; ``MAX_WATERMARK`` once every channel ended (end of input)."""
+        if self.ended:
+            return MAX_WATERMARK
+        live = [c for c in self.channels if not c.ended]
+        active = [c for c in live if not c.idle] or live
+        marks = [c.watermark for c in active]
         if any(m is None for m in marks):
             return None
-        return min(marks) if marks else None  # type: ignore[type-var]
+        return min(marks)  # type: ignore[type-var]

@@ -26,6 +26,7 @@ from typing import Any
 
 from flintlock.runtime.operators import aggregation as A
 from flintlock.runtime.operators import specs as S
+from flintlock.runtime.operators.time_specs import TIME_SPECS
 from flintlock.runtime.spark import python_ops as P
 from flintlock.runtime.spark.connector_io import read_source
 from flintlock.runtime.spark.errors import (
@@ -122,6 +123,7 @@ def translate_chain(
     vertex_name: str,
     source_splits: tuple[Any, ...],
     read_gate: Callable[[int], GateRead],
+    timed: Any = None,
 ) -> TranslatedChain:
     """Build the DataFrames of ``chain``.
 
@@ -131,6 +133,8 @@ def translate_chain(
         vertex_name: for error messages.
         source_splits: this subtask's splits (source heads).
         read_gate: gate index -> its ``GateRead`` (DataFrame, rows, bytes, DDL schema).
+        timed: the task's ``TimedOperators`` (event time, windows, keyed state); a BATCH one
+            (no state, watermark at its maximum) is made when a chain needs one and none is given.
 
     Raises:
         OperatorException: naming the operator (non-recoverable for analysis errors and functions
@@ -139,15 +143,27 @@ def translate_chain(
     """
     out = TranslatedChain()
     sink_count = 0
+    if timed is None and any(isinstance(n.spec, TIME_SPECS) for n in chain.nodes):
+        from flintlock.runtime.spark.timed_operators import TimedOperators
+
+        timed = TimedOperators(spark, None, streaming=False)
+        timed.begin_epoch(None, 0)
     for index, node in enumerate(chain.nodes):
         where = f"Operator '{node.name}' of vertex '{vertex_name}'"
+
+        def apply(df: Any, spec: Any, index: int = index, node: S.ChainedNode = node,
+                  where: str = where) -> Any:
+            if isinstance(spec, TIME_SPECS):
+                return timed.apply(index, node, df, where)
+            return _apply(spark, df, spec, where)
+
         try:
             if node.chained_input is None:
-                df = _head(spark, node, source_splits, read_gate, out, where)
+                df = _head(spark, node, source_splits, read_gate, out, where, apply)
             elif node.gate_inputs:
                 df = _chained_join(out.frames[node.chained_input], node, read_gate, out, where)
             else:
-                df = _apply(spark, out.frames[node.chained_input], node.spec, where)
+                df = apply(out.frames[node.chained_input], node.spec)
         except OperatorException:
             raise
         except Exception as exc:
@@ -172,7 +188,8 @@ def _is_spark_error(exc: BaseException) -> bool:
 
 
 def _head(spark: Any, node: S.ChainedNode, splits: tuple[Any, ...],
-          read_gate: Callable[[int], GateRead], out: TranslatedChain, where: str) -> Any:
+          read_gate: Callable[[int], GateRead], out: TranslatedChain, where: str,
+          apply: Callable[[Any, Any], Any]) -> Any:
     spec = node.spec
     if isinstance(spec, S.SourceSpec):
         read = read_source(spark, spec.source, splits)
@@ -202,7 +219,7 @@ def _head(spark: Any, node: S.ChainedNode, splits: tuple[Any, ...],
         return df
     if isinstance(spec, S.MergeAggregateSpec):
         return _merge_aggregate(df, spec, schema)
-    return _apply(spark, df, spec, where)
+    return apply(df, spec)
 
 
 def _chained_join(probe: Any, node: S.ChainedNode, read_gate: Callable[[int], GateRead],

@@ -7,7 +7,8 @@ there was nothing to read. Pure apart from listing files; no Spark.
 
 - ``DataGeneratorSource``: ``GeneratorRange(split, start, end)`` = positions ``[start, end)`` of
   the subtask's index sequence; rate-limited sources emit what is due since the subtask started
-  (``rows_per_second / parallelism`` per second), at least ``min_interval_s`` apart (Flink's
+  (``rows_per_second / parallelism`` per second; after a stall at most one second's worth at
+  once, as Flink's rate limiter), at least ``min_interval_s`` apart (Flink's
   ``execution.buffer-timeout`` plays this role), unlimited ones at most ``max_records`` per epoch.
 - A monitored ``FileSource``: the files that appeared since the last listing, listed at most every
   ``discovery_interval_ms``; each file is read once.
@@ -95,6 +96,12 @@ class _GeneratorEpochs(EpochSource):
             due = int((now_s - self.started_s) * rate) + 1 - self.position
             if due <= 0:
                 return Epoch(wait_s=max(0.001, self.position / rate - (now_s - self.started_s)))
+            # a source held back (back pressure) catches up at most one second's worth of rows,
+            # as Flink's Guava rate limiter stores at most one second of permits
+            burst = max(1, int(rate))
+            if due > burst:
+                self.started_s += (due - burst) / rate
+                due = burst
             due = min(due, self.max_records)
         end = self.position + due if size is None else min(size, self.position + due)
         epoch = Epoch((GeneratorRange(self.split, self.position, end),),

@@ -32,6 +32,7 @@ __all__ = [
     "map_fn",
     "process_fn",
     "reduce_fn",
+    "timestamp_fn",
 ]
 
 
@@ -174,6 +175,20 @@ def map_batches_fn(fn: SerializedFunction) -> Callable[[Iterator[Any]], Iterator
                 yield from result.to_batches()
             elif result is not None:
                 yield result
+
+    return run
+
+
+def timestamp_fn(fn: SerializedFunction, out_schema: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """``mapInArrow`` function appending ``fn(row, previous) -> epoch ms`` as the last column
+    (a ``TimestampAssigner``; ``previous`` is ``-2**63``, Flink's "no timestamp")."""
+    name, payload = fn.name, fn.payload
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        user = _load(name, payload)
+        for batch in batches:
+            stamps = pa.array([int(user(row, -(2**63))) for row in _rows(batch)], type=pa.int64())
+            yield pa.RecordBatch.from_arrays([*batch.columns, stamps], schema=out_schema)
 
     return run
 

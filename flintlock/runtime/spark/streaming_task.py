@@ -38,8 +38,10 @@ import pyarrow as pa
 
 from flintlock.config import options
 from flintlock.connectors.sinks import CollectSink
+from flintlock.runtime.deployment import PartitionLocation
 from flintlock.runtime.operators.specs import OperatorChain, SourceSpec
 from flintlock.runtime.shuffle.pipelined import (
+    MAX_WATERMARK,
     PipelinedPartitionReader,
     PipelinedPartitionWriter,
     ReadableSegment,
@@ -49,6 +51,7 @@ from flintlock.runtime.spark.connector_io import write_sink
 from flintlock.runtime.spark.epoch_sources import EpochSource, epoch_source
 from flintlock.runtime.spark.partitions import GateRead, write_partition
 from flintlock.runtime.spark.stream_task import SparkStreamTask
+from flintlock.runtime.spark.timed_operators import TimedOperators
 from flintlock.runtime.taskmanager.invokable import TaskCancelledError
 from flintlock.runtime.taskmanager.task_execution_state import IOMetrics, TaskResult
 
@@ -120,33 +123,49 @@ class SparkStreamingTask(SparkStreamTask):
         committables: dict[int, object] = {}
         collected: dict[str, list[pa.Table]] = {}
         schemas = [""] * len(writers)
+        timed = TimedOperators(spark, self._run, tdd.state_uri,
+                               (tdd.task_name_with_subtask(), tdd.subtask_index,
+                                tdd.number_of_subtasks))
+        sent: tuple[int | None, bool] = (None, False)  # the last (watermark, idle) committed
         while True:
             self._wait_for_credit(writers)
             started = time.perf_counter()
+            now_ms = int(time.time() * 1000)
             if source is not None:
                 epoch = source.next_epoch(time.monotonic())
                 splits, ended, wait_s = epoch.splits, epoch.ended, epoch.wait_s
                 segments: list[list[ReadableSegment]] = []
                 has_input = bool(splits)
+                watermark = MAX_WATERMARK if ended else None
             else:
                 splits, wait_s = (), _POLL_S
                 segments = [r.poll(backlog) for r in readers]
                 ended = all(r.ended for r in readers)
                 has_input = any(s.dirs for gate in segments for s in gate)
-            if has_input:
+                watermark = _gate_watermark(readers)
+            timed.begin_epoch(watermark, now_ms)
+            run = has_input or timed.due(watermark, now_ms) or (ended and timed.has_state())
+            if run:
                 self._epoch(spark, chain, splits, readers, segments, writers, schemas,
-                            committables, collected, ended)
+                            committables, collected, ended, timed)
+                sent = (timed.output_watermark(ended), False)
             elif ended:
                 self._commit_end(writers, schemas)
+            else:
+                mark = (timed.output_watermark(False), timed.idle(now_ms))
+                if mark != sent and (mark[0] is not None or mark[1]):
+                    for w, schema in zip(writers, schemas, strict=True):
+                        w.commit(schema=schema, watermark=mark[0], idle=mark[1])
+                    sent = mark
             for reader, taken in zip(readers, segments, strict=False):
                 if taken:
                     reader.acknowledge()
             busy_ms = (time.perf_counter() - started) * 1e3
-            if has_input:
+            if run:
                 self.stats.busy_ms += busy_ms
             if ended:
                 break
-            if not has_input and not any(segments):
+            if not run and not any(segments):
                 self._pause(wait_s)
         self._check_cancelled()
         accumulators = {name: _ipc(tables) for name, tables in collected.items()}
@@ -178,13 +197,13 @@ class SparkStreamingTask(SparkStreamTask):
         """End-of-partition records without data for the partitions not ended yet."""
         for w, schema in zip(writers, schemas, strict=True):
             if not w.ended:
-                w.commit(schema=schema, end=True)
+                w.commit(schema=schema, end=True, watermark=MAX_WATERMARK)
 
     def _epoch(self, spark: Any, chain: OperatorChain, splits: tuple[Any, ...],
                readers: list[PipelinedPartitionReader], segments: list[list[ReadableSegment]],
                writers: list[PipelinedPartitionWriter], schemas: list[str],
                committables: dict[int, object], collected: dict[str, list[pa.Table]],
-               ended: bool) -> None:
+               ended: bool, timed: TimedOperators) -> None:
         tdd = self._tdd
 
         def read_gate(index: int) -> GateRead:
@@ -199,18 +218,33 @@ class SparkStreamingTask(SparkStreamTask):
             return GateRead(spark.read.schema(reader.schema).parquet(*dirs), rows, size, reader.schema)
 
         tc = translate_chain(spark, chain, vertex_name=tdd.vertex_name, source_splits=splits,
-                             read_gate=read_gate)
+                             read_gate=read_gate, timed=timed)
         self.stats.epochs += 1
         self.stats.records_in += tc.records_in
         self.stats.bytes_in += tc.bytes_in
-        self._write_outputs(chain, tc, writers, schemas, ended)
+        written = self._write_outputs(chain, tc, writers, schemas)
         self._write_sinks(tc, committables, collected)
+        timed.end_epoch()  # what the watermark assigners saw in this epoch's rows
+        watermark = timed.output_watermark(ended)
+        for i, loc in written:
+            writers[i].commit(loc.rows_per_subpartition, loc.bytes_per_subpartition,
+                              schema=loc.schema, end=ended, watermark=watermark)
+        if ended:
+            done = {i for i, _ in written}
+            self._commit_end([w for i, w in enumerate(writers) if i not in done],
+                             [s for i, s in enumerate(schemas) if i not in done])
+        elif watermark is not None:  # outputs without rows this epoch still pass the watermark
+            done = {i for i, _ in written}
+            for i, w in enumerate(writers):
+                if i not in done:
+                    w.commit(schema=schemas[i], watermark=watermark)
 
     def _write_outputs(self, chain: OperatorChain, tc: TranslatedChain,
-                       writers: list[PipelinedPartitionWriter], schemas: list[str],
-                       ended: bool) -> None:
+                       writers: list[PipelinedPartitionWriter],
+                       schemas: list[str]) -> list[tuple[int, PartitionLocation]]:
+        """Write every output's segment (committed by the caller): (writer index, location)."""
         tdd = self._tdd
-        done = set()
+        written = []
         for out_index, node_index in sorted(tc.outputs):
             output = chain.outputs[out_index]
             rpdd = self._partition_for(out_index, output)
@@ -220,14 +254,10 @@ class SparkStreamingTask(SparkStreamTask):
             loc = self._run(functools.partial(write_partition, tc.frames[node_index], rpdd, output,
                                               uri, tdd.attempt_id))
             schemas[i] = schemas[i] or loc.schema
-            writer.commit(loc.rows_per_subpartition, loc.bytes_per_subpartition,
-                          schema=loc.schema, end=ended)
             self.stats.records_out += sum(loc.rows_per_subpartition)
             self.stats.bytes_out += sum(loc.bytes_per_subpartition)
-            done.add(i)
-        if ended:
-            self._commit_end([w for i, w in enumerate(writers) if i not in done],
-                             [s for i, s in enumerate(schemas) if i not in done])
+            written.append((i, loc))
+        return written
 
     def _write_sinks(self, tc: TranslatedChain, committables: dict[int, object],
                      collected: dict[str, list[pa.Table]]) -> None:
@@ -247,6 +277,14 @@ class SparkStreamingTask(SparkStreamTask):
             if committable is not None:
                 committables[sink_index] = committable
             self.stats.records_out += rows
+
+
+def _gate_watermark(readers: list[PipelinedPartitionReader]) -> int | None:
+    """The input watermark: the minimum over the gates (None while one has none)."""
+    marks = [r.watermark() for r in readers]
+    if not marks or any(m is None for m in marks):
+        return None
+    return min(marks)  # type: ignore[type-var]
 
 
 def _ipc(tables: list[pa.Table]) -> bytes:

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from flintlock.runtime.shuffle.pipelined import (
+    MAX_WATERMARK,
     PipelinedPartitionReader,
     PipelinedPartitionWriter,
     SegmentCommit,
@@ -100,6 +101,30 @@ def test_the_gate_watermark_is_the_minimum_over_its_live_channels(tmp_path: Path
     writers[1].commit(end=True)
     gate.poll(10)
     assert gate.watermark() == 2_000  # an ended channel no longer holds the watermark back
+    writers[0].commit(end=True)
+    gate.poll(10)
+    assert gate.watermark() == MAX_WATERMARK  # end of input: every window and timer may fire
+
+
+def test_an_idle_channel_stops_holding_back_the_watermark_until_it_sends_again(tmp_path: Path) -> None:
+    uris = [str(tmp_path / f"w{i}") for i in range(3)]
+    writers = [PipelinedPartitionWriter(u, 1, 1, 8) for u in uris]
+    gate = PipelinedPartitionReader(uris, 0, 0, 0)
+    for w, mark in zip(writers, (5_000, 300, 7_000), strict=True):
+        w.commit(watermark=mark)
+    gate.poll(10)
+    assert gate.watermark() == 300
+    writers[1].commit(watermark=300, idle=True)  # Flink's WatermarkStatus.IDLE
+    gate.poll(10)
+    assert gate.watermark() == 5_000
+    writers[1].commit([1], [10], schema="v bigint", watermark=6_000)  # active again
+    writers[0].commit(watermark=4_000)  # a channel's watermark never goes back
+    gate.poll(10)
+    assert gate.watermark() == 5_000
+    for w in writers:
+        w.commit(watermark=1, idle=True)
+    gate.poll(10)
+    assert gate.watermark() == 5_000  # all idle: the minimum over all of them
 
 
 def test_commit_records_round_trip_and_job_partitions_are_released(tmp_path: Path) -> None:

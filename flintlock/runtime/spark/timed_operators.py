@@ -1,0 +1,304 @@
+"""The runtime of the event-time and keyed-state operators inside one task (``time_specs``).
+
+``TimedOperators`` is what ``translate_chain`` calls for a ``WatermarkAssignerSpec``,
+``WindowSpec``, ``StatefulProcessSpec`` or ``SideOutputSpec`` node. It holds, per node, the
+operator's watermark, its state table and what it observed, across the epochs of a STREAMING
+task; a BATCH task uses it for one epoch with no state and every watermark at its maximum.
+
+Per STREAMING epoch (``streaming_task``): ``begin_epoch(input watermark, clock)`` ->
+``translate_chain`` (window and keyed-process nodes write their new state version while the
+chain is translated, before the epoch's outputs are written, so a version is always the state
+after a whole epoch) -> the outputs are written -> ``end_epoch()`` reads the assigners'
+observations (max event time; Spark's ``observe``, no extra job) -> ``output_watermark()`` goes
+into the commit record of every output segment. ``due()`` says whether a timer or window is due
+although no input arrived (a timer epoch over empty input).
+
+State tables: ``<state_uri>/<node index>/v-<n>`` (Parquet written by Spark); version n is the
+state after the task's n-th stateful epoch. Checkpoints (issue 12) will name these versions.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from flintlock.api.watermarks import ROWTIME_COLUMN
+from flintlock.runtime.operators import specs as S
+from flintlock.runtime.operators.time_specs import (
+    SideOutputSpec,
+    StatefulProcessSpec,
+    WatermarkAssignerSpec,
+    WindowSpec,
+)
+from flintlock.runtime.shuffle.layout import filesystem_and_path
+from flintlock.runtime.spark import keyed_process as K
+from flintlock.runtime.spark.errors import OperatorException
+from flintlock.runtime.spark.window_ops import (
+    MAX_WATERMARK,
+    MIN_WATERMARK,
+    EpochTimes,
+    event_time_millis,
+    input_ddl_of,
+    window_epoch,
+)
+
+__all__ = ["StateTable", "TimedOperators"]
+
+
+class StateTable:
+    """The versions ``v-<n>`` of one operator's state under ``uri`` (newest and previous kept)."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri.rstrip("/")
+        self.version = -1
+        self.rows = 0
+        self.ddl = ""
+
+    def path(self, version: int) -> str:
+        return f"{self.uri}/v-{version}"
+
+    def read(self, spark: Any, sub: str = "") -> Any:
+        """The newest version (None when empty)."""
+        if self.rows == 0 or not self.ddl:
+            return None
+        return spark.read.schema(self.ddl).parquet(self.path(self.version) + sub)
+
+    def committed(self, rows: int, ddl: str) -> None:
+        """Version ``version + 1`` was written with ``rows`` rows; drop the one before the
+        previous (the previous may still be read by the epoch's outputs)."""
+        self.version += 1
+        self.rows, self.ddl = rows, ddl or self.ddl
+        if self.version >= 2:
+            fs, path = filesystem_and_path(self.path(self.version - 2))
+            try:
+                fs.delete_dir(path)
+            except FileNotFoundError:
+                pass
+
+
+@dataclass
+class _Node:
+    watermark: int = MIN_WATERMARK  # the operator's watermark after its last epoch
+    table: StateTable | None = None
+    input_ddl: str = ""
+    time_column: Any = None
+    next_event: int | None = None
+    next_processing: int | None = None
+    # assigners
+    max_timestamp: int | None = None
+    observation: Any = None
+    last_rows_ms: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class TimedOperators:
+    """See the module docstring.
+
+    Args:
+        spark: the task's Spark session.
+        run: runs a Spark action interruptibly (the task's ``_run``).
+        state_uri: directory of this attempt's state tables (STREAMING; "" in BATCH).
+        task: (task name, subtask index, parallelism) for user functions' ``RuntimeContext``.
+    """
+
+    def __init__(self, spark: Any, run: Any, state_uri: str = "",
+                 task: tuple[str, int, int] = ("", 0, 1), streaming: bool = True) -> None:
+        self.spark, self.run, self.state_uri, self.task = spark, run, state_uri, task
+        self.streaming = streaming
+        self.nodes: dict[int, _Node] = {}
+        self.side: dict[tuple[int, str], Any] = {}
+        self.input_watermark = MIN_WATERMARK if streaming else MAX_WATERMARK
+        self.processing_time = 0
+        self.has_assigner = False
+
+    # ---- epochs ---------------------------------------------------------------------------------
+
+    def begin_epoch(self, input_watermark: int | None, processing_time_ms: int) -> None:
+        if self.streaming:
+            self.input_watermark = MIN_WATERMARK if input_watermark is None else input_watermark
+            self.processing_time = processing_time_ms
+        else:
+            self.input_watermark, self.processing_time = MAX_WATERMARK, MAX_WATERMARK
+        self.side.clear()
+
+    def end_epoch(self) -> None:
+        """After the epoch's outputs were written: read what the assigners observed."""
+        for st in self.nodes.values():
+            if st.observation is None:
+                continue
+            try:
+                seen = st.observation.get
+            except Exception:  # the plan was not run (no output consumed it)
+                seen = {}
+            st.observation = None
+            if seen.get("n"):
+                st.last_rows_ms = self.processing_time
+                if seen.get("mx") is not None:
+                    st.max_timestamp = max(st.max_timestamp or MIN_WATERMARK, int(seen["mx"]))
+
+    def output_watermark(self, ended: bool) -> int | None:
+        """The chain's output watermark: its assigners' (minimum), else the input's."""
+        if ended:
+            return MAX_WATERMARK
+        marks = []
+        for st in self.nodes.values():
+            lag = st.extra.get("out_of_orderness")
+            if "out_of_orderness" in st.extra:
+                marks.append(None if lag is None or st.max_timestamp is None
+                              else st.max_timestamp - lag - 1)
+        if not marks:
+            return None if self.input_watermark == MIN_WATERMARK else self.input_watermark
+        known = [m for m in marks if m is not None]
+        return min(known) if len(known) == len(marks) else None
+
+    def idle(self, now_ms: int) -> bool:
+        """Whether every assigner with an idle timeout saw no rows for that long."""
+        timeouts = [(st, st.extra["idleness"]) for st in self.nodes.values()
+                    if st.extra.get("idleness")]
+        return bool(timeouts) and all(
+            now_ms - (st.last_rows_ms if st.last_rows_ms is not None else st.extra["created"])
+            >= ms for st, ms in timeouts)
+
+    def has_state(self) -> bool:
+        return any(st.table is not None and st.table.rows for st in self.nodes.values())
+
+    def due(self, input_watermark: int | None, now_ms: int) -> bool:
+        """Whether a window or timer is due without new input."""
+        wm = MIN_WATERMARK if input_watermark is None else input_watermark
+        for st in self.nodes.values():
+            if st.next_event is not None and st.next_event <= wm and wm > st.watermark:
+                return True
+            if st.next_processing is not None and st.next_processing <= now_ms:
+                return True
+        return False
+
+    # ---- nodes ----------------------------------------------------------------------------------
+
+    def apply(self, index: int, node: S.ChainedNode, df: Any, where: str) -> Any:
+        spec = node.spec
+        st = self.nodes.get(index)
+        if st is None:
+            st = self.nodes[index] = _Node()
+            if self.streaming and isinstance(spec, (WindowSpec, StatefulProcessSpec)):
+                st.table = StateTable(f"{self.state_uri}/{index}")
+        if isinstance(spec, WatermarkAssignerSpec):
+            return self._assign(st, spec, df, where)
+        if isinstance(spec, SideOutputSpec):
+            late = self.side.get((node.chained_input or 0, spec.tag))
+            if late is None:
+                raise OperatorException(f"{where}: no side output '{spec.tag}' upstream",
+                                        non_recoverable=True)
+            return late
+        if isinstance(spec, WindowSpec):
+            return self._window(index, st, spec, df, where)
+        if isinstance(spec, StatefulProcessSpec):
+            return self._process(st, spec, df, where)
+        raise OperatorException(f"{where}: not a timed operator: {type(spec).__name__}",
+                                non_recoverable=True)
+
+    def _assign(self, st: _Node, spec: WatermarkAssignerSpec, df: Any, where: str) -> Any:
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        self.has_assigner = True
+        if not st.extra:
+            st.extra = {"out_of_orderness": spec.out_of_orderness_ms,
+                        "idleness": spec.idleness_ms, "created": int(time.time() * 1000)}
+        if spec.fn is not None:
+            df = _with_rowtime(self.spark, df, spec, where)
+        if not self.streaming or spec.out_of_orderness_ms is None:
+            return df
+        if st.time_column is None:
+            st.time_column = event_time_millis(df, spec.time_column or ROWTIME_COLUMN, where)
+        st.observation = Observation()
+        return df.observe(st.observation, F.max(st.time_column).alias("mx"),
+                          F.count(F.lit(1)).alias("n"))
+
+    def _window(self, index: int, st: _Node, spec: WindowSpec, df: Any, where: str) -> Any:
+        from pyspark.sql import functions as F
+
+        st.input_ddl = st.input_ddl or input_ddl_of(df)
+        if spec.assigner.event_time:
+            times = EpochTimes(st.watermark, self.input_watermark, self.processing_time)
+        else:
+            times = EpochTimes(st.watermark, self.processing_time, self.processing_time)
+        state = st.table.read(self.spark) if st.table is not None else None
+        result = window_epoch(self.spark, df, state, spec, times, where, st.input_ddl)
+        if spec.late_tag and result.late is not None:
+            self.side[(index, spec.late_tag)] = result.late
+        st.watermark = max(st.watermark, times.now)
+        if st.table is not None:
+            seen = self._write(st.table, result.state, F.count(F.lit(1)),
+                               F.min(result.next_time).alias("next"))
+            nxt = seen.get("next")
+            if spec.assigner.event_time:
+                st.next_event = nxt
+            else:
+                st.next_processing = nxt
+        return result.output
+
+    def _process(self, st: _Node, spec: StatefulProcessSpec, df: Any, where: str) -> Any:
+        from pyspark.sql import functions as F
+
+        st.input_ddl = st.input_ddl or input_ddl_of(df)
+        if spec.time_column and st.time_column is None:
+            st.time_column = event_time_millis(df, spec.time_column, where)
+        state = st.table.read(self.spark, "/_kind=1") if st.table is not None else None
+        combined = K.process_epoch(self.spark, df, state, spec, st.input_ddl, self.input_watermark,
+                                   self.processing_time, self.task, st.time_column)
+        st.watermark = max(st.watermark, self.input_watermark)
+        out_struct = _struct(self.spark, spec.output_schema)
+        names = out_struct.fieldNames()
+        if st.table is None:
+            return combined.filter(F.col(K.KIND) == 0).select(*names)
+        is_state = F.col(K.KIND) == 1
+        seen = self._write(st.table, combined, F.sum(is_state.cast("long")),
+                           F.sum((~is_state).cast("long")).alias("out"),
+                           F.min("__etimer").alias("event"), F.min("__ptimer").alias("processing"),
+                           partition_by=K.KIND, ddl=K.state_ddl(spec, st.input_ddl))
+        st.next_event, st.next_processing = seen.get("event"), seen.get("processing")
+        if not seen.get("out"):
+            return self.spark.createDataFrame([], schema=out_struct)
+        return self.spark.read.schema(out_struct).parquet(st.table.path(st.table.version)
+                                                          + "/_kind=0")
+
+    def _write(self, table: StateTable, df: Any, rows: Any, *marks: Any,
+               partition_by: str | None = None, ddl: str = "") -> dict[str, Any]:
+        """Write ``df`` as the next version of ``table``, observing ``rows`` (the state rows it
+        holds) and ``marks`` (aliased aggregates) on the way; returns what was observed."""
+        from pyspark.sql import Observation
+
+        obs = Observation()
+        observed = df.observe(obs, rows.alias("rows"), *marks)
+        writer = observed.write.mode("overwrite")
+        if partition_by:
+            writer = writer.partitionBy(partition_by)
+        self.run(lambda: writer.parquet(table.path(table.version + 1)))
+        seen = dict(obs.get)
+        if not table.ddl and not ddl:
+            ddl = input_ddl_of(df)
+        table.committed(int(seen.get("rows") or 0), ddl)
+        return seen
+
+
+def _struct(spark: Any, ddl: str) -> Any:
+    from flintlock.runtime.spark.schema import parse_ddl
+
+    return parse_ddl(spark, ddl)
+
+
+def _with_rowtime(spark: Any, df: Any, spec: WatermarkAssignerSpec, where: str) -> Any:
+    """``df`` plus ``rowtime`` (TIMESTAMP) from the assigner function."""
+    from pyspark.sql import functions as F
+
+    from flintlock.runtime.spark import python_ops as P
+    from flintlock.runtime.spark.schema import arrow_schema, struct_to_ddl
+
+    assert spec.fn is not None
+    P.check_loadable(spec.fn, where)
+    ddl = f"{struct_to_ddl(df.schema)}, `__rowtime_ms` bigint"
+    struct = _struct(spark, ddl)
+    return (df.mapInArrow(P.timestamp_fn(spec.fn, arrow_schema(struct)), struct)
+            .withColumn(ROWTIME_COLUMN, F.timestamp_millis(F.col("__rowtime_ms")))
+            .drop("__rowtime_ms"))

@@ -1,0 +1,165 @@
+"""Windows and keyed state epoch by epoch on Spark (``TimedOperators`` over state tables).
+
+Each test drives one operator through several epochs with chosen watermarks, as the streaming
+task would, and checks what fires when: on-time firing, late firing within allowed lateness,
+late rows to the side output, sliding and session windows, processing-time windows, and a
+``KeyedProcessFunction`` whose state and timers survive from one epoch to the next.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flintlock.api.functions import KeyedProcessFunction
+from flintlock.api.state import MapStateDescriptor, ValueStateDescriptor
+from flintlock.api.windows import (
+    EventTimeSessionWindows,
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+)
+from flintlock.graph.user_code import dumps_user_function
+from flintlock.runtime.ids import OperatorID
+from flintlock.runtime.operators.specs import ChainedNode, SerializedFunction
+from flintlock.runtime.operators.time_specs import (
+    SideOutputSpec,
+    StatefulProcessSpec,
+    WindowSpec,
+)
+from flintlock.runtime.spark.errors import OperatorException
+from flintlock.runtime.spark.timed_operators import TimedOperators
+from flintlock.runtime.spark.window_ops import MAX_WATERMARK
+
+pytestmark = [pytest.mark.spark]
+
+SCHEMA = "k string, v long, ts long"
+
+
+def _window_op(spark: Any, tmp_path: Path, assigner: Any, lateness: int = 0,
+               late_tag: str | None = None) -> tuple[TimedOperators, ChainedNode]:
+    from pyspark.sql import functions as F
+
+    spec = WindowSpec(("k",), assigner, "ts" if assigner.event_time else None, "agg",
+                      (F.count(F.lit(1)).alias("n"), F.sum("v").alias("s")),
+                      allowed_lateness_ms=lateness, late_tag=late_tag)
+    ops = TimedOperators(spark, lambda f: f(), str(tmp_path / "state"))
+    return ops, ChainedNode(OperatorID.generate(), "window", spec)
+
+
+def _epoch(ops: TimedOperators, node: ChainedNode, spark: Any, rows: list[tuple[Any, ...]],
+           watermark: int, now: int = 0, schema: str = SCHEMA) -> list[tuple[Any, ...]]:
+    ops.begin_epoch(watermark, now)
+    out = ops.apply(0, node, spark.createDataFrame(rows, schema), "window")
+    result = [tuple(r) for r in out.collect()]
+    ops.end_epoch()
+    return sorted(result)
+
+
+def _ms(ts: datetime.datetime) -> int:
+    return int(ts.timestamp() * 1000)
+
+
+def _fired(rows: list[tuple[Any, ...]]) -> list[tuple[str, int, int, int, int]]:
+    return sorted((k, _ms(ws), _ms(we), n, s) for k, ws, we, n, s in rows)
+
+
+def test_tumbling_windows_fire_at_the_watermark_and_again_for_rows_within_lateness(
+        spark: Any, tmp_path: Path) -> None:
+    ops, node = _window_op(spark, tmp_path, TumblingEventTimeWindows.of(1000), lateness=500,
+                           late_tag="late")
+    late_node = ChainedNode(OperatorID.generate(), "late", SideOutputSpec("late"), chained_input=0)
+    # epoch 1: rows of [0, 1000) and [1000, 2000); the watermark 998 fires nothing yet
+    assert _epoch(ops, node, spark, [("a", 1, 10), ("a", 2, 990), ("a", 4, 1500)], 998) == []
+    assert ops.nodes[0].table.rows == 3
+    # epoch 2: no rows; watermark 999 = end - 1 of [0, 1000): it fires once
+    assert _fired(_epoch(ops, node, spark, [], 999)) == [("a", 0, 1000, 2, 3)]
+    # epoch 3: a late row for [0, 1000) within the allowed lateness re-fires it, updated
+    assert _fired(_epoch(ops, node, spark, [("a", 8, 500)], 1200)) == [("a", 0, 1000, 3, 11)]
+    # epoch 4: rows are judged by the watermark before them (1200): the row at 700 is still
+    # within lateness and re-fires [0, 1000); the new watermark 1600 then drops that window
+    assert _fired(_epoch(ops, node, spark, [("a", 16, 700), ("b", 32, 1700)], 1600)) == [
+        ("a", 0, 1000, 4, 27)]
+    # epoch 5: [0, 1000) is past end - 1 + lateness (1499 <= 1600): its row is late
+    ops.begin_epoch(1700, 0)
+    df = spark.createDataFrame([("a", 64, 600)], SCHEMA)
+    out = ops.apply(0, node, df, "window")
+    late = ops.apply(1, late_node, df, "late")
+    assert _fired([tuple(r) for r in out.collect()]) == []
+    assert [tuple(r) for r in late.collect()] == [("a", 64, 600)]
+    # end of input: every window left fires
+    assert _fired(_epoch(ops, node, spark, [], MAX_WATERMARK)) == [
+        ("a", 1000, 2000, 1, 4), ("b", 1000, 2000, 1, 32)]
+    assert ops.nodes[0].table.rows == 0
+
+
+def test_sliding_windows_put_a_row_into_each_window_that_contains_it(spark: Any, tmp_path: Path) -> None:
+    ops, node = _window_op(spark, tmp_path, SlidingEventTimeWindows.of(2000, 1000))
+    assert _epoch(ops, node, spark, [("a", 1, 1500), ("a", 2, 2500)], 1000) == []
+    assert _fired(_epoch(ops, node, spark, [], 2999)) == [
+        ("a", 0, 2000, 1, 1), ("a", 1000, 3000, 2, 3)]
+    assert _fired(_epoch(ops, node, spark, [], MAX_WATERMARK)) == [("a", 2000, 4000, 1, 2)]
+
+
+def test_session_windows_merge_across_epochs_and_fire_after_the_gap(spark: Any, tmp_path: Path) -> None:
+    ops, node = _window_op(spark, tmp_path, EventTimeSessionWindows.with_gap(1000))
+    assert _epoch(ops, node, spark, [("a", 1, 0), ("a", 2, 800), ("b", 5, 100)], 500) == []
+    # a row at 1700 extends a's session [0, 1800) to [0, 2700); b's [100, 1100) fires at 1099
+    assert _fired(_epoch(ops, node, spark, [("a", 4, 1700)], 1500)) == [("b", 100, 1100, 1, 5)]
+    assert _fired(_epoch(ops, node, spark, [("a", 8, 5000)], 3000)) == [("a", 0, 2700, 3, 7)]
+    assert _fired(_epoch(ops, node, spark, [], MAX_WATERMARK)) == [("a", 5000, 6000, 1, 8)]
+
+
+def test_processing_time_windows_fire_by_the_clock(spark: Any, tmp_path: Path) -> None:
+    ops, node = _window_op(spark, tmp_path, TumblingProcessingTimeWindows.of(1000))
+    assert _epoch(ops, node, spark, [("a", 1, 0), ("a", 2, 0)], 0, now=10_200) == []
+    assert ops.due(0, 10_500) is False and ops.due(0, 10_999) is True
+    assert _fired(_epoch(ops, node, spark, [("a", 4, 0)], 0, now=11_000)) == [
+        ("a", 10_000, 11_000, 2, 3)]
+
+
+def test_an_event_time_column_of_the_wrong_type_names_the_operator(spark: Any, tmp_path: Path) -> None:
+    ops, node = _window_op(spark, tmp_path, TumblingEventTimeWindows.of(1000))
+    ops.begin_epoch(0, 0)
+    df = spark.createDataFrame([("a", 1, "x")], "k string, v long, ts string")
+    with pytest.raises(OperatorException, match="'ts' is a string; event time needs a TIMESTAMP"):
+        ops.apply(0, node, df, "Operator 'window'")
+
+
+class _Alert(KeyedProcessFunction):
+    """Per key: count rows; one second after the first row, emit the count seen by then."""
+
+    def open(self, runtime_context: Any) -> None:
+        self.count = runtime_context.get_state(ValueStateDescriptor("count"))
+        self.first = runtime_context.get_map_state(MapStateDescriptor("first"))
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        self.count.update((self.count.value() or 0) + 1)
+        if self.first.is_empty():
+            self.first.put("at", ctx.timestamp())
+            ctx.timer_service().register_event_time_timer(ctx.timestamp() + 1000)
+        return []
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Any:
+        yield (ctx.get_current_key(), timestamp, self.count.value())
+        self.count.clear()
+        self.first.clear()
+
+
+def test_keyed_state_and_event_time_timers_carry_over_between_epochs(spark: Any, tmp_path: Path) -> None:
+    spec = StatefulProcessSpec(("k",), SerializedFunction("_Alert", dumps_user_function(_Alert())),
+                               "k string, fired long, count long", "ts")
+    node = ChainedNode(OperatorID.generate(), "alert", spec)
+    ops = TimedOperators(spark, lambda f: f(), str(tmp_path / "state"))
+    assert _epoch(ops, node, spark, [("a", 1, 100), ("a", 1, 300), ("b", 1, 200)], 250) == []
+    assert ops.nodes[0].table.rows == 2 and ops.nodes[0].next_event == 1100
+    assert ops.due(1099, 0) is False and ops.due(1100, 0) is True
+    # the timer at 1100 fires between the rows at 1000 and 1200 (event-time order)
+    rows = [("a", 1, 1200), ("a", 1, 1000), ("b", 1, 1150)]
+    assert _epoch(ops, node, spark, rows, 1500) == [("a", 1100, 3), ("b", 1200, 2)]
+    # a's row at 1200 started a new count with a timer at 2200; the end of input fires it
+    assert _epoch(ops, node, spark, [], MAX_WATERMARK) == [("a", 2200, 1)]
+    assert ops.nodes[0].table.rows == 0
