@@ -74,7 +74,7 @@ class _Context:
 
 
 def _process_fn(spec: StatefulProcessSpec, out: pa.Schema, watermark: int, now: int,
-                n_user: int, task: tuple[str, int, int]) -> Any:
+                n_user: int, task: tuple[str, int, int], fire_until: int) -> Any:
     name, payload = spec.fn.name, spec.fn.payload
     n_keys = len(spec.keys)
     user_names = out.names[1:1 + n_user]
@@ -130,7 +130,7 @@ def _process_fn(spec: StatefulProcessSpec, out: pa.Schema, watermark: int, now: 
                 ctx.ts, ctx.domain = t, None
                 results.extend(call("process_element", fn.process_element, row, ctx))
             fire(TimeDomain.EVENT_TIME, timers.event_timers, watermark)
-            fire(TimeDomain.PROCESSING_TIME, timers.processing_timers, now)
+            fire(TimeDomain.PROCESSING_TIME, timers.processing_timers, fire_until)
             rows = [[0, *_values(r, user_names), *([None] * (n_keys + 3))] for r in results]
             if scope.values or timers.event_timers or timers.processing_timers:
                 blob = cloudpickle.dumps({"values": scope.values,
@@ -151,7 +151,7 @@ def _process_fn(spec: StatefulProcessSpec, out: pa.Schema, watermark: int, now: 
 
 def process_epoch(spark: Any, new: Any, state: Any, spec: StatefulProcessSpec, input_ddl: str,
                   watermark: int, processing_time: int, task: tuple[str, int, int],
-                  time_millis: Any = None) -> Any:
+                  time_millis: Any = None, fire_processing_until: int | None = None) -> Any:
     """The combined result DataFrame (``_kind`` 0 = output rows, 1 = new state rows).
 
     Args:
@@ -159,6 +159,8 @@ def process_epoch(spark: Any, new: Any, state: Any, spec: StatefulProcessSpec, i
         state: the state table (``state_ddl``) or None.
         input_ddl: DDL of ``new``'s columns.
         task: (task name, subtask index, parallelism) for ``RuntimeContext``.
+        fire_processing_until: processing-time timers up to this fire (default: the clock;
+            the maximum at the end of input).
     """
     from flintlock.runtime.spark.schema import arrow_schema, parse_ddl
 
@@ -168,6 +170,7 @@ def process_epoch(spark: Any, new: Any, state: Any, spec: StatefulProcessSpec, i
         state = spark.createDataFrame([], schema=state_ddl(spec, input_ddl))
     if time_millis is not None:
         new = new.withColumn(T, time_millis)
-    fn = _process_fn(spec, arrow_schema(struct), watermark, processing_time, n_user, task)
+    until = processing_time if fire_processing_until is None else fire_processing_until
+    fn = _process_fn(spec, arrow_schema(struct), watermark, processing_time, n_user, task, until)
     keys = _key_columns(len(spec.keys))
     return new.groupBy(*spec.keys).cogroup(state.groupBy(*keys)).applyInArrow(fn, struct)

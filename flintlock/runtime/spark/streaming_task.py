@@ -143,7 +143,7 @@ class SparkStreamingTask(SparkStreamTask):
                 ended = all(r.ended for r in readers)
                 has_input = any(s.dirs for gate in segments for s in gate)
                 watermark = _gate_watermark(readers)
-            timed.begin_epoch(watermark, now_ms)
+            timed.begin_epoch(watermark, now_ms, end_of_input=ended)
             run = has_input or timed.due(watermark, now_ms) or (ended and timed.has_state())
             if run:
                 self._epoch(spark, chain, splits, readers, segments, writers, schemas,

@@ -110,16 +110,22 @@ class TimedOperators:
         self.side: dict[tuple[int, str], Any] = {}
         self.input_watermark = MIN_WATERMARK if streaming else MAX_WATERMARK
         self.processing_time = 0
+        self.fire_processing_until = 0
         self.has_assigner = False
 
     # ---- epochs ---------------------------------------------------------------------------------
 
-    def begin_epoch(self, input_watermark: int | None, processing_time_ms: int) -> None:
-        if self.streaming:
+    def begin_epoch(self, input_watermark: int | None, processing_time_ms: int,
+                    end_of_input: bool = False) -> None:
+        """Start an epoch at ``input_watermark`` (None: none yet) and the clock (ms). At the end
+        of input (and in BATCH) every window and timer fires, processing-time ones included,
+        as Flink's BATCH execution does; rows are still assigned to windows by the clock."""
+        self.processing_time = processing_time_ms or int(time.time() * 1000)
+        if self.streaming and not end_of_input:
             self.input_watermark = MIN_WATERMARK if input_watermark is None else input_watermark
-            self.processing_time = processing_time_ms
+            self.fire_processing_until = self.processing_time
         else:
-            self.input_watermark, self.processing_time = MAX_WATERMARK, MAX_WATERMARK
+            self.input_watermark = self.fire_processing_until = MAX_WATERMARK
         self.side.clear()
 
     def end_epoch(self) -> None:
@@ -222,7 +228,7 @@ class TimedOperators:
         if spec.assigner.event_time:
             times = EpochTimes(st.watermark, self.input_watermark, self.processing_time)
         else:
-            times = EpochTimes(st.watermark, self.processing_time, self.processing_time)
+            times = EpochTimes(st.watermark, self.fire_processing_until, self.processing_time)
         state = st.table.read(self.spark) if st.table is not None else None
         result = window_epoch(self.spark, df, state, spec, times, where, st.input_ddl)
         if spec.late_tag and result.late is not None:
@@ -246,7 +252,8 @@ class TimedOperators:
             st.time_column = event_time_millis(df, spec.time_column, where)
         state = st.table.read(self.spark, "/_kind=1") if st.table is not None else None
         combined = K.process_epoch(self.spark, df, state, spec, st.input_ddl, self.input_watermark,
-                                   self.processing_time, self.task, st.time_column)
+                                   self.processing_time, self.task, st.time_column,
+                                   self.fire_processing_until)
         st.watermark = max(st.watermark, self.input_watermark)
         out_struct = _struct(self.spark, spec.output_schema)
         names = out_struct.fieldNames()

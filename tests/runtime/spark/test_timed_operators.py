@@ -51,8 +51,9 @@ def _window_op(spark: Any, tmp_path: Path, assigner: Any, lateness: int = 0,
 
 
 def _epoch(ops: TimedOperators, node: ChainedNode, spark: Any, rows: list[tuple[Any, ...]],
-           watermark: int, now: int = 0, schema: str = SCHEMA) -> list[tuple[Any, ...]]:
-    ops.begin_epoch(watermark, now)
+           watermark: int, now: int = 0, schema: str = SCHEMA,
+           end: bool = False) -> list[tuple[Any, ...]]:
+    ops.begin_epoch(watermark, now, end_of_input=end)
     out = ops.apply(0, node, spark.createDataFrame(rows, schema), "window")
     result = [tuple(r) for r in out.collect()]
     ops.end_epoch()
@@ -119,6 +120,10 @@ def test_processing_time_windows_fire_by_the_clock(spark: Any, tmp_path: Path) -
     assert ops.due(0, 10_500) is False and ops.due(0, 10_999) is True
     assert _fired(_epoch(ops, node, spark, [("a", 4, 0)], 0, now=11_000)) == [
         ("a", 10_000, 11_000, 2, 3)]
+    # the end of input fires what is left (a bounded stream loses no window), rows that arrive
+    # with it are assigned by the clock
+    assert _fired(_epoch(ops, node, spark, [("b", 8, 0)], 0, now=11_500, end=True)) == [
+        ("a", 11_000, 12_000, 1, 4), ("b", 11_000, 12_000, 1, 8)]
 
 
 def test_an_event_time_column_of_the_wrong_type_names_the_operator(spark: Any, tmp_path: Path) -> None:
