@@ -205,6 +205,11 @@ SLOT_REQUEST_TIMEOUT = option("slot.request.timeout", 300.0, duration,
 SLOT_IDLE_TIMEOUT = option("slot.idle.timeout", 50.0, duration,
                            "Idle slots are returned to their TaskManager after this long.")
 TASK_SLOTS = option("taskmanager.numberOfTaskSlots", 1, pos_int, "Slots per TaskManager.")
+TASK_METRICS_REPORT_INTERVAL = option(
+    "metrics.task.report-interval", 1.0, duration,
+    "How often a TaskManager sends the live metrics of its running streaming subtasks (records, "
+    "busy / back-pressured / idle time per second, watermarks) to their JobMasters (flintlock; "
+    "Flink fetches them with metrics.fetcher.update-interval).")
 LOCAL_TASKMANAGERS = option("local.number-taskmanager", 1, pos_int,
                             "TaskManagers of a local (MiniCluster) run.",
                             ("minicluster.number-of-taskmanagers",))

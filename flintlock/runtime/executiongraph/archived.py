@@ -12,6 +12,7 @@ from typing import Any
 
 from flintlock.runtime.ids import ExecutionAttemptID, JobID, JobVertexID
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
+from flintlock.runtime.metrics.live_task_metrics import LiveTaskMetrics
 from flintlock.runtime.taskmanager.task_execution_state import IOMetrics, SerializedError
 
 __all__ = [
@@ -99,6 +100,8 @@ class ArchivedExecution(AttemptIdentity):
     state_timestamps: Mapping[str, int]
     failure: SerializedError | None = None
     metrics: IOMetrics = field(default_factory=IOMetrics)
+    #: live metrics while RUNNING (streaming tasks; ``metrics.live_task_metrics``)
+    live: LiveTaskMetrics | None = None
 
     def start_time(self) -> int:
         return self.state_timestamps.get("DEPLOYING", -1)

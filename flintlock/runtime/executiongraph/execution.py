@@ -18,6 +18,7 @@ from flintlock.runtime.jobgraph.types import (
     ExecutionState,
     IllegalStateTransition,
 )
+from flintlock.runtime.metrics.live_task_metrics import LiveTaskMetrics
 from flintlock.runtime.taskmanager.task_execution_state import (
     IOMetrics,
     SerializedError,
@@ -64,6 +65,8 @@ class Execution(AttemptIdentity):
         self.failure: SerializedError | None = None
         #: what it produced, once FINISHED
         self.result: TaskResult | None = None
+        #: the newest live metrics its TaskExecutor reported while it ran (streaming tasks)
+        self.live_metrics: LiveTaskMetrics | None = None
         #: the TaskManager (ResourceID text) that reported it, for error messages
         self.task_manager: str | None = None
 
@@ -115,8 +118,16 @@ class Execution(AttemptIdentity):
             task_manager=self.location(),
             state_timestamps={s.name: ts for s, ts in self.state_timestamps.items()},
             failure=self.failure,
-            metrics=self.result.metrics if self.result is not None else IOMetrics(),
+            metrics=self.result.metrics if self.result is not None else _live_io(self.live_metrics),
+            live=self.live_metrics if self.state is ExecutionState.RUNNING else None,
         )
 
     def __repr__(self) -> str:
         return f"<Execution {self.task_name_with_subtask()} {self.state.name}>"
+
+
+def _live_io(live: LiveTaskMetrics | None) -> IOMetrics:
+    """The counts of the last live report (what a running or cancelled streaming task did)."""
+    if live is None:
+        return IOMetrics()
+    return IOMetrics(live.records_in, live.records_out, live.bytes_in, live.bytes_out)

@@ -11,6 +11,7 @@ from typing import Protocol
 from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph
 from flintlock.runtime.ids import AllocationID, ResourceID
 from flintlock.runtime.jobgraph.types import JobStatus
+from flintlock.runtime.metrics.live_task_metrics import LiveTaskMetrics
 from flintlock.runtime.resourcemanager.gateway import RegistrationResponse
 from flintlock.runtime.rpc.messages import Acknowledge
 from flintlock.runtime.rpc.service import oneway
@@ -47,6 +48,12 @@ class JobMasterGateway(Protocol):
     @oneway
     async def heartbeat_from_task_manager(self, resource_id: ResourceID) -> None:
         """Heartbeat reply from a TaskExecutor connected to this job."""
+        ...
+
+    @oneway
+    async def update_task_metrics(self, resource_id: ResourceID,
+                                  metrics: tuple[LiveTaskMetrics, ...]) -> None:
+        """Live metrics of running subtasks on that TaskExecutor (``metrics.live_task_metrics``)."""
         ...
 
     @oneway

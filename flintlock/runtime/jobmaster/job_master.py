@@ -32,7 +32,8 @@ from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
 from flintlock.runtime.heartbeat.heartbeat_manager import heartbeat_settings
 from flintlock.runtime.ids import AllocationID, JobVertexID, ResourceID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
-from flintlock.runtime.jobgraph.types import JobStatus, JobType
+from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
+from flintlock.runtime.metrics.live_task_metrics import LiveTaskMetrics
 from flintlock.runtime.resourcemanager.gateway import (
     RegistrationResponse,
     ResourceManagerGateway,
@@ -468,6 +469,15 @@ class JobMaster(RpcEndpoint):
         connection = self._task_managers.get(resource_id)
         if connection is not None:
             connection.last_heartbeat = self.clock.monotonic()
+
+    async def update_task_metrics(self, resource_id: ResourceID,
+                                  metrics: tuple[LiveTaskMetrics, ...]) -> None:
+        if resource_id not in self._task_managers or self.graph is None:
+            return
+        for m in metrics:
+            execution = self.graph.find_current_execution(m.attempt_id)
+            if execution is not None and execution.state is ExecutionState.RUNNING:
+                execution.live_metrics = m
 
     async def heartbeat_from_resource_manager(self, resource_id: ResourceID) -> None:
         self._rm_last_heartbeat = self.clock.monotonic()

@@ -3,9 +3,14 @@
 Metrics of one subtask attempt (Flink ``TaskIOMetricGroup``):
 
 - ``numRecordsIn``, ``numRecordsOut``, ``numBytesIn``, ``numBytesOut``: what the attempt read and
-  wrote (records; bytes as stored in result partitions / sources). A subtask runs its chain as one
-  Spark plan, so these are known when the attempt FINISHES and are 0 before.
-- ``busyTimeMsPerSecond``: 1000 while RUNNING (the task thread waits on its Spark work), else 0.
+  wrote (records; bytes as stored in result partitions / sources). A BATCH subtask runs its chain
+  as one Spark plan, so these are known when the attempt FINISHES and are 0 before; a STREAMING
+  subtask reports them live (``live_task_metrics``, every ``metrics.task.report-interval``).
+- ``busyTimeMsPerSecond``: BATCH: 1000 while RUNNING (the task thread waits on its Spark work),
+  else 0; STREAMING: the measured share of the last interval spent running epochs, with
+  ``backPressuredTimeMsPerSecond`` (waiting for credit) and ``idleTimeMsPerSecond`` (no input).
+- ``numRecordsInPerSecond``, ``numRecordsOutPerSecond`` (STREAMING, over the last interval);
+  ``currentInputWatermark``, ``currentOutputWatermark`` (ms; Long.MIN_VALUE before the first).
 - ``accumulateBusyTimeMs``: ms spent RUNNING (to the end of RUNNING, or to now).
 
 REST query helpers follow Flink's metric handlers: ``get=a,b`` selects metrics, ``agg=min,max``
@@ -20,10 +25,12 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from flintlock.runtime.executiongraph.archived import ArchivedExecution, ArchivedJobVertex
 from flintlock.runtime.jobgraph.types import ExecutionState
+from flintlock.runtime.metrics.live_task_metrics import MIN_WATERMARK_METRIC, LiveTaskMetrics
 from flintlock.runtime.taskmanager.task_execution_state import IOMetrics
 
 __all__ = [
     "AGGREGATIONS",
+    "LIVE_TASK_METRICS",
     "TASK_METRICS",
     "aggregate",
     "attempt_metrics",
@@ -40,6 +47,10 @@ __all__ = [
 #: Flink's names of the task metrics, in display order
 TASK_METRICS = ("numRecordsIn", "numRecordsOut", "numBytesIn", "numBytesOut",
                 "busyTimeMsPerSecond", "accumulateBusyTimeMs")
+#: what running STREAMING subtasks add (``live_task_metrics``)
+LIVE_TASK_METRICS = ("backPressuredTimeMsPerSecond", "idleTimeMsPerSecond",
+                     "numRecordsInPerSecond", "numRecordsOutPerSecond", "currentInputWatermark",
+                     "currentOutputWatermark")
 #: Flink's aggregation modes (``AggregationMode``), lower case as in the query parameter
 AGGREGATIONS = ("min", "max", "avg", "sum", "skew")
 
@@ -62,9 +73,9 @@ def busy_time_ms(state: ExecutionState, state_timestamps: Mapping[str, int], now
 
 
 def attempt_metrics(io: IOMetrics, state: ExecutionState, state_timestamps: Mapping[str, int],
-                    now_ms: int) -> dict[str, float]:
-    """The ``TASK_METRICS`` of one attempt."""
-    return {
+                    now_ms: int, live: LiveTaskMetrics | None = None) -> dict[str, float]:
+    """The ``TASK_METRICS`` of one attempt, plus ``LIVE_TASK_METRICS`` when ``live`` is given."""
+    values = {
         "numRecordsIn": float(io.records_in),
         "numRecordsOut": float(io.records_out),
         "numBytesIn": float(io.bytes_in),
@@ -72,11 +83,28 @@ def attempt_metrics(io: IOMetrics, state: ExecutionState, state_timestamps: Mapp
         "busyTimeMsPerSecond": 1000.0 if state is ExecutionState.RUNNING else 0.0,
         "accumulateBusyTimeMs": float(busy_time_ms(state, state_timestamps, now_ms)),
     }
+    if live is not None:
+        mark = MIN_WATERMARK_METRIC
+        values.update({
+            "numRecordsIn": float(live.records_in), "numRecordsOut": float(live.records_out),
+            "numBytesIn": float(live.bytes_in), "numBytesOut": float(live.bytes_out),
+            "busyTimeMsPerSecond": live.busy_ms_per_second,
+            "backPressuredTimeMsPerSecond": live.back_pressured_ms_per_second,
+            "idleTimeMsPerSecond": live.idle_ms_per_second,
+            "numRecordsInPerSecond": live.records_in_per_second,
+            "numRecordsOutPerSecond": live.records_out_per_second,
+            "currentInputWatermark": float(mark if live.input_watermark is None
+                                           else live.input_watermark),
+            "currentOutputWatermark": float(mark if live.output_watermark is None
+                                            else live.output_watermark),
+        })
+    return values
 
 
 def execution_metrics(execution: ArchivedExecution, now_ms: int) -> dict[str, float]:
-    """The ``TASK_METRICS`` of an archived attempt."""
-    return attempt_metrics(execution.metrics, execution.state, execution.state_timestamps, now_ms)
+    """The metrics of an archived attempt (live ones while a streaming attempt runs)."""
+    return attempt_metrics(execution.metrics, execution.state, execution.state_timestamps, now_ms,
+                           execution.live)
 
 
 def vertex_metrics(vertex: ArchivedJobVertex, now_ms: int) -> dict[str, float]:

@@ -26,6 +26,7 @@ from flintlock.runtime.rest.handlers import (
     jobmanager,
     jobs,
     metrics,
+    streaming,
     submit,
     taskmanagers,
     vertices,
@@ -88,7 +89,7 @@ def create_app(
         jars=JarStore(configuration.get(WEB_UPLOAD_DIR)),
     )
     for router in (cluster.router, jobs.router, submit.router, metrics.router, vertices.router,
-                   taskmanagers.router, jobmanager.router, jars.router):
+                   streaming.router, taskmanagers.router, jobmanager.router, jars.router):
         app.include_router(router, prefix=API_VERSION_PREFIX)
         app.include_router(router, include_in_schema=False)
     mount_web_ui(app, configuration)

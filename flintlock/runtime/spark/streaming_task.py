@@ -76,22 +76,32 @@ def max_backlog(job_configuration: Mapping[str, str]) -> int:
 
 
 class StreamingTaskStats:
-    """What the loop measured: epochs, records, and busy / back-pressured / idle time (ms)."""
+    """What the loop measured: epochs, records, busy / back-pressured / idle time (ms) and
+    watermarks; read by the TaskExecutor for live metrics (``metrics.live_task_metrics``)."""
 
     def __init__(self) -> None:
         self.epochs = 0
         self.records_in = self.records_out = self.bytes_in = self.bytes_out = 0
         self.busy_ms = self.back_pressured_ms = self.idle_ms = 0.0
+        #: the subtask's input watermark and the watermark it last sent (ms; None: none yet)
+        self.input_watermark: int | None = None
+        self.output_watermark: int | None = None
 
 
 class SparkStreamingTask(SparkStreamTask):
     """Runs the ``OperatorChain`` in ``env.tdd.invokable_payload`` epoch by epoch."""
 
+    #: live counters (see ``StreamingTaskStats``)
+    stats: StreamingTaskStats
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stats = StreamingTaskStats()
+
     def _invoke(self) -> TaskResult:
         self._check_cancelled()
         chain = self._load_chain()
         spark = self._tagged_session()
-        self.stats = StreamingTaskStats()
         try:
             return self._loop(spark, chain)
         except TaskCancelledError:
@@ -144,11 +154,13 @@ class SparkStreamingTask(SparkStreamTask):
                 has_input = any(s.dirs for gate in segments for s in gate)
                 watermark = _gate_watermark(readers)
             timed.begin_epoch(watermark, now_ms, end_of_input=ended)
+            self.stats.input_watermark = watermark
             run = has_input or timed.due(watermark, now_ms) or (ended and timed.has_state())
             if run:
                 self._epoch(spark, chain, splits, readers, segments, writers, schemas,
                             committables, collected, ended, timed)
                 sent = (timed.output_watermark(ended), False)
+                self.stats.output_watermark = sent[0]
             elif ended:
                 self._commit_end(writers, schemas)
             else:
@@ -157,6 +169,7 @@ class SparkStreamingTask(SparkStreamTask):
                     for w, schema in zip(writers, schemas, strict=True):
                         w.commit(schema=schema, watermark=mark[0], idle=mark[1])
                     sent = mark
+                    self.stats.output_watermark = mark[0]
             for reader, taken in zip(readers, segments, strict=False):
                 if taken:
                     reader.acknowledge()

@@ -23,7 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flintlock.config.configuration import Configuration
-from flintlock.config.options import REGISTRATION_TIMEOUT, RPC_ASK_TIMEOUT, SHUFFLE_DIR, TASK_SLOTS
+from flintlock.config.options import (
+    REGISTRATION_TIMEOUT,
+    RPC_ASK_TIMEOUT,
+    SHUFFLE_DIR,
+    TASK_METRICS_REPORT_INTERVAL,
+    TASK_SLOTS,
+)
 from flintlock.runtime.clock import Clock
 from flintlock.runtime.deployment import TaskDeploymentDescriptor
 from flintlock.runtime.heartbeat.heartbeat_manager import HeartbeatManager
@@ -52,6 +58,7 @@ from flintlock.runtime.taskexecutor.exceptions import (
     TaskSubmissionException,
 )
 from flintlock.runtime.taskexecutor.gateway import SlotOffer, SlotReport
+from flintlock.runtime.taskexecutor.live_metrics_pusher import LiveMetricsPusher
 from flintlock.runtime.taskexecutor.logs_and_metrics import TaskExecutorLogsAndMetrics
 from flintlock.runtime.taskexecutor.partition_table import PartitionTable, delete_partition_uris
 from flintlock.runtime.taskexecutor.resource_manager_connection import (
@@ -170,6 +177,9 @@ class TaskExecutor(RpcEndpoint):
         self._jm_heartbeats: HeartbeatManager[JobID] = HeartbeatManager.from_configuration(
             self, _JobManagerHeartbeatListener(self), configuration, "te->jobmanagers"
         )
+        self._live_metrics = LiveMetricsPusher(
+            self, configuration.get(TASK_METRICS_REPORT_INTERVAL), self._table.tasks,
+            self._job_gateway, self.resource_id, self.clock.now_ms)
         rpc_service.register(self)
 
     # ---- exposed for MiniCluster / REST / tests --------------------------------------------------
@@ -200,6 +210,10 @@ class TaskExecutor(RpcEndpoint):
     def partition_table(self) -> PartitionTable:
         return self._partitions
 
+    def _job_gateway(self, job_id: JobID) -> JobMasterGateway | None:
+        job = self._jobs.get(job_id)
+        return job.gateway if job is not None else None
+
     def connected_jobs(self) -> list[JobID]:
         return [j for j, c in self._jobs.items() if c.gateway is not None]
 
@@ -217,6 +231,7 @@ class TaskExecutor(RpcEndpoint):
     async def on_start(self) -> None:
         self._rm_heartbeats.start()
         self._jm_heartbeats.start()
+        self._live_metrics.start()
         log.info("TaskExecutor %s started at %s with %d slots.", self.resource_id, self.address,
                  self.number_of_slots)
         self._rm_connection.connect()
@@ -226,6 +241,7 @@ class TaskExecutor(RpcEndpoint):
         self._rm_connection.close()
         self._rm_heartbeats.stop()
         self._jm_heartbeats.stop()
+        self._live_metrics.stop()
         tasks: list[Task] = self._table.tasks()
         for task in tasks:
             task.cancel()

@@ -113,6 +113,11 @@ class Task:
     def thread(self) -> threading.Thread:
         return self._thread
 
+    @property
+    def live_stats(self) -> Any:
+        """The invokable's live counters while it runs (``stats`` of a streaming task), or None."""
+        return getattr(self._invokable, "stats", None) if self._state is _E.RUNNING else None
+
     def is_alive(self) -> bool:
         return self._thread.is_alive()
 

@@ -1,0 +1,92 @@
+"""Live metrics of a running STREAMING job, through the REST API (Flink's shapes).
+
+A rate-limited source with event time feeds a consumer that needs 0.5 s per segment: while the
+job runs, the TaskExecutors' live reports make the source vertex show back pressure
+(``/backpressure`` level high, ``backPressuredTimeMsPerSecond``), the consumer busy, record counts
+growing before any subtask finished, and the consumer's input watermark advancing
+(``/watermarks``). Cancelling ends the job.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from flintlock import Configuration, RuntimeExecutionMode, StreamExecutionEnvironment
+from flintlock.api.watermarks import WatermarkStrategy
+from flintlock.connectors import DataGeneratorSource, FileSink, RateLimiterStrategy
+from flintlock.runtime.minicluster import MiniCluster
+from flintlock.runtime.rest import create_app
+from flintlock.testing.clusters import gen_mini_cluster
+from flintlock.testing.waiting import wait_until_async
+
+pytestmark = [pytest.mark.spark]
+
+
+def _record(i: int) -> tuple[int, int]:
+    return (i, i * 10)
+
+
+def _slow_copy(batch: Any) -> Any:
+    time.sleep(0.5)  # per Arrow batch: over 0.5 s per segment
+    return batch
+
+
+def test_back_pressure_records_and_watermarks_are_visible_while_the_job_runs(
+        spark_provider: Any, tmp_path: Path) -> None:
+    conf = {"taskmanager.network.memory.buffers-per-channel": "2",
+            "taskmanager.network.memory.floating-buffers-per-gate": "0",
+            "execution.buffer-timeout": "10 ms", "metrics.task.report-interval": "200 ms"}
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration(conf))
+    env.set_parallelism(1).set_runtime_mode(RuntimeExecutionMode.STREAMING)
+    source = DataGeneratorSource(_record, None, RateLimiterStrategy.per_second(5000), "id long, ts long")
+    (env.from_source(source, "events")
+     .assign_timestamps_and_watermarks(
+         WatermarkStrategy.for_monotonous_timestamps().with_timestamp_column("ts"))
+     .rebalance().map_batches(_slow_copy, "id long, ts long").name("slow")
+     .sink_to(FileSink.parquet(str(tmp_path / "out"))))
+    job = env.get_job_graph("live metrics")
+    source_vertex, slow_vertex = sorted(job.vertices, key=lambda v: "slow" in v.name)
+    seen: dict[str, Any] = {}
+
+    async def body(cluster: MiniCluster) -> None:
+        await cluster.submit_job(job)
+        app = create_app(cluster.dispatcher_gateway, Configuration(), secret=None)
+        base = f"/jobs/{job.job_id}/vertices"
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://rest") as rest:
+            async def get(path: str) -> Any:
+                response = await rest.get(path)
+                assert response.status_code == 200, response.text
+                return response.json()
+
+            async def visible() -> bool:
+                seen["backpressure"] = await get(f"{base}/{source_vertex.id}/backpressure")
+                seen["watermarks"] = await get(f"{base}/{slow_vertex.id}/watermarks")
+                seen["source"] = {m["id"]: float(m["value"]) for m in await get(
+                    f"{base}/{source_vertex.id}/metrics?get=0.numRecordsOut,"
+                    "0.backPressuredTimeMsPerSecond,0.currentOutputWatermark")}
+                seen["slow"] = {m["id"]: float(m["value"]) for m in await get(
+                    f"{base}/{slow_vertex.id}/metrics?get=0.numRecordsIn,0.busyTimeMsPerSecond")}
+                mark = int(seen["watermarks"][0]["value"])
+                return (seen["backpressure"]["backpressureLevel"] == "high"
+                        and seen["source"]["0.numRecordsOut"] > 0
+                        and seen["slow"]["0.numRecordsIn"] > 0
+                        and seen["slow"]["0.busyTimeMsPerSecond"] > 100
+                        and mark > 0 and seen["source"]["0.currentOutputWatermark"] >= mark)
+
+            await wait_until_async(visible, 120, 0.1, lambda: seen)
+            subtask = seen["backpressure"]["subtasks"][0]
+            assert subtask["ratio"] > 0.5 and subtask["backpressureLevel"] == "high"
+            assert set(subtask) >= {"subtask", "attempt-number", "ratio", "idleRatio", "busyRatio"}
+            assert seen["watermarks"][0]["id"] == "0.currentInputWatermark"
+            await cluster.dispatcher_gateway.cancel_job(job.job_id)
+            result = await cluster.wait_for_job_result(job.job_id, timeout_s=30)
+            assert result.application_status == "CANCELED", result.failure
+
+    gen_mini_cluster(task_managers=1, slots_per_task_manager=2, config=conf, timeout=180,
+                     spark=spark_provider)(body)()
