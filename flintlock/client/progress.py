@@ -3,10 +3,13 @@
 Each bar shows the vertex name, its finished/total subtasks and its aggregated state; the display
 ends with the job's final status. Snapshots come from ``JobClient.get_job_details()``. Lines about
 failures and restarts (``flintlock.client.job_events``) are printed above the bars as they happen.
+Running streaming vertices add their live metrics (``live_summary``): records in and out, output
+records per second, back pressure and busy share, and the input watermark.
 """
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Callable
 
@@ -15,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph, ArchivedJobVertex
 
-__all__ = ["follow_job", "print_lines", "stderr_console", "vertex_label"]
+__all__ = ["follow_job", "live_summary", "print_lines", "stderr_console", "vertex_label"]
 
 
 def stderr_console() -> Console:
@@ -50,6 +53,7 @@ def follow_job(
         MofNCompleteColumn(),
         TextColumn("{task.fields[state]}"),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[live]}"),
         console=console,
         transient=False,
         disable=not console.is_terminal,
@@ -63,14 +67,37 @@ def follow_job(
             for vertex in graph.vertices:
                 finished = sum(1 for s in vertex.subtasks if s.state.name == "FINISHED")
                 state = vertex_label(vertex, graph.pending_slot_requests)
+                live = live_summary(vertex)
                 if vertex.id not in tasks:
                     tasks[vertex.id] = progress.add_task(
-                        _short(vertex.name), total=vertex.parallelism, state=state
+                        _short(vertex.name), total=vertex.parallelism, state=state, live=live
                     )
-                progress.update(tasks[vertex.id], completed=finished, state=state)
+                progress.update(tasks[vertex.id], completed=finished, state=state,
+                                live=live or progress.tasks[tasks[vertex.id]].fields["live"])
             if done:
                 break
             time.sleep(interval_s)
+
+
+def live_summary(vertex: ArchivedJobVertex) -> str:
+    """``in 1,200 out 1,180 590/s bp 80% busy 15% wm 2013-01-03T01:00:00Z`` for a vertex whose
+    running subtasks report live metrics (summed / averaged over them; the watermark is their
+    minimum); "" when none does."""
+    live = [s.live for s in vertex.subtasks if s.live is not None]
+    if not live:
+        return ""
+    n = len(live)
+    text = (f"in {sum(m.records_in for m in live):,} out {sum(m.records_out for m in live):,} "
+            f"{sum(m.records_out_per_second for m in live):,.0f}/s "
+            f"bp {sum(m.back_pressured_ms_per_second for m in live) / n / 10:.0f}% "
+            f"busy {sum(m.busy_ms_per_second for m in live) / n / 10:.0f}%")
+    marks = [m.input_watermark for m in live]
+    if all(m is not None for m in marks):
+        low = min(marks)  # type: ignore[type-var]
+        when = ("end" if low >= 2**63 - 1 else
+                datetime.datetime.fromtimestamp(low / 1000, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        text += f" wm {when}"
+    return text
 
 
 def vertex_label(vertex: ArchivedJobVertex, pending_slot_requests: int) -> str:

@@ -8,8 +8,11 @@ machine by ``flintlock cluster start``, from its state directory (``cluster.stat
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +37,12 @@ from flintlock.runtime.executiongraph.archived import (
 from flintlock.runtime.ids import ExecutionAttemptID, ExecutionVertexID, JobID, JobVertexID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
+from flintlock.runtime.metrics.live_task_metrics import MIN_WATERMARK_METRIC, LiveTaskMetrics
 from flintlock.runtime.taskmanager.task_execution_state import SerializedError
 
 __all__ = ["RemoteJobClient", "cluster_state_dir", "rest_client_for", "rest_url", "submit_remote"]
+
+log = logging.getLogger(__name__)
 
 
 def cluster_state_dir(configuration: Configuration) -> Path:
@@ -144,6 +150,41 @@ def _archived_from_rest(body: dict[str, Any],
     )
 
 
+#: live metrics fetched for the progress display of a running streaming job, and how often
+_LIVE_NAMES = ("numRecordsIn", "numRecordsOut", "numRecordsOutPerSecond", "busyTimeMsPerSecond",
+               "backPressuredTimeMsPerSecond", "currentInputWatermark")
+_LIVE_INTERVAL_S = 1.0
+
+
+def with_vertex_live_metrics(graph: ArchivedExecutionGraph,
+                             live: dict[JobVertexID, dict[str, dict[str, float]]]
+                             ) -> ArchivedExecutionGraph:
+    """``graph`` with each vertex's aggregated REST metrics (``{name: {"sum"|"min"|"avg": v}}``)
+    as the ``live`` metrics of its first subtask (what ``progress.live_summary`` shows)."""
+    vertices = []
+    for vertex in graph.vertices:
+        m = live.get(vertex.id)
+        if not m or not vertex.subtasks or "numRecordsIn" not in m:
+            vertices.append(vertex)
+            continue
+
+        def value(name: str, how: str, m: dict[str, dict[str, float]] = m) -> float:
+            return m.get(name, {}).get(how, 0.0)
+
+        mark = int(value("currentInputWatermark", "min")) if "currentInputWatermark" in m else None
+        first = vertex.subtasks[0]
+        summary = LiveTaskMetrics(
+            first.attempt_id, 0, records_in=int(value("numRecordsIn", "sum")),
+            records_out=int(value("numRecordsOut", "sum")),
+            busy_ms_per_second=value("busyTimeMsPerSecond", "avg"),
+            back_pressured_ms_per_second=value("backPressuredTimeMsPerSecond", "avg"),
+            records_out_per_second=value("numRecordsOutPerSecond", "sum"),
+            input_watermark=None if mark is None or mark == MIN_WATERMARK_METRIC else mark)
+        subtasks = (dataclasses.replace(first, live=summary), *vertex.subtasks[1:])
+        vertices.append(dataclasses.replace(vertex, subtasks=subtasks))
+    return dataclasses.replace(graph, vertices=tuple(vertices))
+
+
 class RemoteJobClient(PollingJobClient):
     """JobClient of a job on a session cluster (polls REST)."""
 
@@ -152,19 +193,37 @@ class RemoteJobClient(PollingJobClient):
         super().__init__(job_id, job_name, show_progress)
         self._client = client
         self._server_now_ms: int | None = None
+        self._live: dict[JobVertexID, dict[str, dict[str, float]]] = {}
+        self._live_fetched = float("-inf")
 
     def get_job_status(self) -> JobStatus:
         return JobStatus(self._client.job_status(self._job_id))
 
     def get_job_details(self) -> ArchivedExecutionGraph:
-        """The job's details; with its exception history once the job had a failure."""
+        """The job's details; with its exception history once the job had a failure, and the
+        live metrics of a running streaming job's vertices (fetched at most once a second)."""
         body = self._client.job_details(self._job_id)
         if "now" in body:
             self._server_now_ms = int(body["now"])
         history: tuple[ExceptionHistoryEntry, ...] = ()
         if _has_failures(body):
             history = _history_from_rest(self._client.job_exceptions(self._job_id))
-        return _archived_from_rest(body, history)
+        graph = _archived_from_rest(body, history)
+        if graph.job_type is JobType.STREAMING and graph.state is JobStatus.RUNNING:
+            graph = self._with_live_metrics(graph)
+        return graph
+
+    def _with_live_metrics(self, graph: ArchivedExecutionGraph) -> ArchivedExecutionGraph:
+        now = time.monotonic()
+        if now - self._live_fetched >= _LIVE_INTERVAL_S:
+            self._live_fetched = now
+            for vertex in graph.vertices:
+                try:
+                    self._live[vertex.id] = self._client.vertex_metrics(
+                        self._job_id, str(vertex.id), list(_LIVE_NAMES))
+                except Exception as exc:  # the display is best effort
+                    log.debug("job %s: no live metrics for %s: %s", self._job_id, vertex.id, exc)
+        return with_vertex_live_metrics(graph, self._live)
 
     def _now_ms(self) -> int:
         """The server's clock at the last details response (its timestamps are on that clock)."""

@@ -144,6 +144,13 @@ class RestClusterClient:
         params = {"maxExceptions": max_exceptions} if max_exceptions is not None else None
         return self._request("GET", f"/jobs/{job_id}/exceptions", params=params)
 
+    def vertex_metrics(self, job_id: JobID | str, vertex_id: str, names: list[str],
+                       agg: str = "sum,min,avg") -> dict[str, dict[str, float]]:
+        """``GET /jobs/:jid/vertices/:vid/subtasks/metrics``: metric -> {aggregation: value}."""
+        body = self._request("GET", f"/jobs/{job_id}/vertices/{vertex_id}/subtasks/metrics",
+                             params={"get": ",".join(names), "agg": agg})
+        return {m["id"]: {k: float(v) for k, v in m.items() if k != "id"} for m in body}
+
     def job_status(self, job_id: JobID | str) -> str:
         return str(self._request("GET", f"/jobs/{job_id}/status")["status"])
 
