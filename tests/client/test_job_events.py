@@ -3,7 +3,6 @@ REST round trip of the exception history). No cluster, no Spark."""
 
 from __future__ import annotations
 
-import dataclasses
 import io
 
 from rich.console import Console
