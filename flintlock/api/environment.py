@@ -241,6 +241,17 @@ class StreamExecutionEnvironment:
         payload, ddl = rows_to_ipc(rows, schema)
         return self.from_source(CollectionSource(payload, ddl))
 
+    def socket_text_stream(self, host: str, port: int, delimiter: str = "\n",
+                           max_retry: int = 0) -> DataStream:
+        """Lines of text from a TCP socket in a column ``value`` (unbounded, parallelism 1;
+        Flink ``socketTextStream``; see ``flintlock.connectors.socket``)."""
+        from flintlock.connectors.socket import SocketTextSource
+
+        source = SocketTextSource(host, int(port), delimiter, max_retry)
+        t = SourceTransformation(id=self._next_id(), name=f"Source: {source.describe()}",
+                                 source=source, non_parallel=True)
+        return DataStream(self, t)
+
     def from_sequence(self, start: int, end: int) -> DataStream:
         """The numbers ``start..end`` (both inclusive) in a bigint column ``id``."""
         from flintlock.connectors.collection import SequenceSource

@@ -1,5 +1,5 @@
 """Sources and sinks: files (Parquet/CSV/JSON/text, also monitored continuously), collections,
-sequences, generated data (DataGeneratorSource), print, collect."""
+sequences, generated data (DataGeneratorSource), a TCP socket (SocketTextSource), print, collect."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from flintlock.connectors.datagen import (
 from flintlock.connectors.exceptions import SinkException, SourceException
 from flintlock.connectors.file import FileSink, FileSource, FileSplit, MonitoredFilesSplit
 from flintlock.connectors.sinks import CollectSink, PrintSink
+from flintlock.connectors.socket import SocketTextSource
 
 __all__ = [
     "CollectSink",
@@ -29,6 +30,7 @@ __all__ = [
     "SequenceSource",
     "Sink",
     "SinkException",
+    "SocketTextSource",
     "Source",
     "SourceException",
 ]

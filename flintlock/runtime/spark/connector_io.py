@@ -18,6 +18,7 @@ from flintlock.connectors.datagen import DataGeneratorSource, GeneratorSplit
 from flintlock.connectors.exceptions import SinkException, SourceException
 from flintlock.connectors.file import FileSink, FileSource, FileSplit
 from flintlock.connectors.sinks import CollectSink, PrintSink
+from flintlock.connectors.socket import SocketLines, SocketTextSource
 from flintlock.runtime.spark.epoch_sources import GeneratorRange
 
 __all__ = ["SourceRead", "read_source", "write_sink"]
@@ -66,6 +67,10 @@ def read_source(spark: Any, source: Any, splits: Sequence[Any]) -> SourceRead:
         generated = [s if isinstance(s, GeneratorRange) else GeneratorRange(s, 0, s.size() or 0)
                      for s in splits if isinstance(s, (GeneratorRange, GeneratorSplit))]
         return _generate(spark, source, generated)
+    if isinstance(source, SocketTextSource):
+        lines = [line for s in splits if isinstance(s, SocketLines) for line in s.lines]
+        table = pa.table({"value": pa.array(lines, pa.string())})
+        return SourceRead(spark.createDataFrame(table, schema="value string"), len(lines))
     raise SourceException(f"unsupported source {type(source).__qualname__}: {source!r}")
 
 

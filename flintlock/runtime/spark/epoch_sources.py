@@ -12,6 +12,8 @@ there was nothing to read. Pure apart from listing files; no Spark.
   ``execution.buffer-timeout`` plays this role), unlimited ones at most ``max_records`` per epoch.
 - A monitored ``FileSource``: the files that appeared since the last listing, listed at most every
   ``discovery_interval_ms``; each file is read once.
+- ``SocketTextSource``: the complete lines that arrived since the last epoch
+  (``socket_epochs``).
 - Any other (bounded) source: all of the subtask's splits in the first epoch, then the end.
 
 Offsets (what a checkpoint will record): the generator's position; the monitored source's set of
@@ -25,6 +27,7 @@ from typing import Any
 
 from flintlock.connectors.datagen import DataGeneratorSource, GeneratorSplit
 from flintlock.connectors.file import FileSource, MonitoredFilesSplit
+from flintlock.connectors.socket import SocketSplit, SocketTextSource
 
 __all__ = ["Epoch", "EpochSource", "GeneratorRange", "epoch_source"]
 
@@ -55,6 +58,9 @@ class EpochSource:
 
     def next_epoch(self, now_s: float) -> Epoch:
         raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the source holds open (a socket); called when the task ends."""
 
 
 class _WholeSplits(EpochSource):
@@ -133,6 +139,12 @@ class _MonitoredFileEpochs(EpochSource):
 def epoch_source(source: Any, splits: tuple[Any, ...], min_interval_s: float = 0.1,
                  max_records: int = MAX_EPOCH_RECORDS) -> EpochSource:
     """The ``EpochSource`` of a subtask that reads ``source`` with its assigned ``splits``."""
+    if isinstance(source, SocketTextSource):
+        from flintlock.runtime.spark.socket_epochs import SocketEpochs
+
+        if not any(isinstance(s, SocketSplit) for s in splits):
+            return _WholeSplits(())  # subtasks other than the first read nothing
+        return SocketEpochs(source, min_interval_s)
     if isinstance(source, DataGeneratorSource):
         generated = [s for s in splits if isinstance(s, GeneratorSplit)] or [GeneratorSplit(0, 1, 0)]
         return _GeneratorEpochs(generated[0], source.rate.rows_per_second,

@@ -97,6 +97,7 @@ class SparkStreamingTask(SparkStreamTask):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.stats = StreamingTaskStats()
+        self._epoch_source: EpochSource | None = None
 
     def _invoke(self) -> TaskResult:
         self._check_cancelled()
@@ -112,6 +113,8 @@ class SparkStreamingTask(SparkStreamTask):
                 raise
             raise error from exc
         finally:
+            if self._epoch_source is not None:
+                self._epoch_source.close()
             self._untag(spark)
 
     # ---- the loop --------------------------------------------------------------------------------
@@ -130,6 +133,7 @@ class SparkStreamingTask(SparkStreamTask):
         if isinstance(head, SourceSpec):
             source = epoch_source(head.source, tuple(tdd.source_splits),
                                   _setting(conf, options.BUFFER_TIMEOUT))
+            self._epoch_source = source
         committables: dict[int, object] = {}
         collected: dict[str, list[pa.Table]] = {}
         schemas = [""] * len(writers)
