@@ -144,6 +144,30 @@ def test_dag_layout_layers_by_depth(open_page: Callable[..., Any]) -> None:
     assert g["width"] > g["x"]["k"]
 
 
+def test_a_running_streaming_vertex_shows_back_pressure_instead_of_a_progress_bar(
+        open_page: Callable[..., Any]) -> None:
+    page, _ = open_page({"overview": {}, "jobs/overview": {"jobs": []}})
+    plan = {"nodes": [{"id": "src", "description": "Source", "inputs": []},
+                      {"id": "win", "description": "Window", "inputs": [
+                          {"id": "src", "ship_strategy": "HASH"}]}]}
+    vertices = [{"id": vid, "name": vid, "parallelism": 2, "status": "RUNNING",
+                 "tasks": {"RUNNING": 2}, "metrics": {"write-records": 5000}}
+                for vid in ("src", "win")]
+    live = {"src": {"level": "high", "ratio": 0.834, "busy": 0.12, "rate": 1234.4}}
+    got = _module(page, "dag.js", f"""(() => {{
+        const svg = m.dagSvg({json.dumps(plan)}, {json.dumps(vertices)}, null, () => {{}},
+                             {json.dumps(live)});
+        const node = (id) => svg.querySelector(`[data-vertex-id="${{id}}"]`);
+        const bp = node("src").querySelector("[data-backpressure]");
+        return {{text: bp.textContent, cls: bp.getAttribute("class"),
+                 srcBars: node("src").querySelectorAll(".dag-progress-fill").length,
+                 winBars: node("win").querySelectorAll(".dag-progress-fill").length}};
+    }})()""")
+    assert got["text"] == "Back pressure: HIGH 83% · busy 12% · 1,234 rec/s"
+    assert "dag-bp-high" in got["cls"]
+    assert (got["srcBars"], got["winBars"]) == (0, 1)  # batch-style bar where no live data
+
+
 def test_timeline_segments_and_task_names(open_page: Callable[..., Any]) -> None:
     page, _ = open_page({"overview": {}, "jobs/overview": {"jobs": []}})
     segs = _module(page, "pages/job_timeline.js", """m.segments(

@@ -104,6 +104,7 @@ export const api = {
   jobConfig: (jid) => getJSON(`jobs/${seg(jid)}/config`),
   jobExceptions: (jid) => getJSON(`jobs/${seg(jid)}/exceptions?maxExceptions=20`),
   vertex: (jid, vid) => getJSON(`jobs/${seg(jid)}/vertices/${seg(vid)}`),
+  backpressure: (jid, vid) => getJSON(`jobs/${seg(jid)}/vertices/${seg(vid)}/backpressure`),
   subtaskTimes: (jid, vid) => getJSON(`jobs/${seg(jid)}/vertices/${seg(vid)}/subtasktimes`),
   attempt: (jid, vid, i, a) =>
     getJSON(`jobs/${seg(jid)}/vertices/${seg(vid)}/subtasks/${seg(i)}/attempts/${seg(a)}`),

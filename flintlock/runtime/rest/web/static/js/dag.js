@@ -122,7 +122,18 @@ function edgeSvg(e) {
       label) : null);
 }
 
-function nodeSvg(n, selected, onSelect) {
+// The live line of a running streaming vertex: back pressure level and share, busy share and
+// output records per second.
+function liveLine(n, live, y) {
+  const pct = (x) => `${Math.round((x || 0) * 100)}%`;
+  const rate = live.rate == null ? "" : ` · ${count(Math.round(live.rate))} rec/s`;
+  const level = (live.level || "ok").toUpperCase();
+  return s("text", { class: `dag-stat dag-bp dag-bp-${live.level || "ok"}`, x: n.x + 10, y,
+    "data-backpressure": live.level || "" },
+  `Back pressure: ${level} ${pct(live.ratio)} · busy ${pct(live.busy)}${rate}`);
+}
+
+function nodeSvg(n, selected, onSelect, live) {
   const v = n.vertex;
   const m = v.metrics || {};
   const { done, total } = progress(v.tasks);
@@ -150,16 +161,19 @@ function nodeSvg(n, selected, onSelect) {
     `In: ${count(m["read-records"])} rec · ${bytes(m["read-bytes"])}`),
   s("text", { class: "dag-stat", x: n.x + 10, y: statsY + LINE },
     `Out: ${count(m["write-records"])} rec · ${bytes(m["write-bytes"])}`),
-  s("rect", { class: "dag-progress-track", x: n.x + 10, y: barY, width: W - 70, height: 6, rx: 3 }),
-  s("rect", { class: "dag-progress-fill", x: n.x + 10, y: barY, width: (W - 70) * pct, height: 6,
-    rx: 3 }),
-  s("text", { class: "dag-progress-label", x: n.x + W - 10, y: barY + 6, "text-anchor": "end" },
-    `${done}/${total}`));
+  live ? liveLine(n, live, barY + 6) : [
+    s("rect", { class: "dag-progress-track", x: n.x + 10, y: barY, width: W - 70, height: 6,
+      rx: 3 }),
+    s("rect", { class: "dag-progress-fill", x: n.x + 10, y: barY, width: (W - 70) * pct,
+      height: 6, rx: 3 }),
+    s("text", { class: "dag-progress-label", x: n.x + W - 10, y: barY + 6, "text-anchor": "end" },
+      `${done}/${total}`)]);
   return g;
 }
 
-// The SVG element; onSelect(vertexId) is called when a node is clicked.
-export function dagSvg(plan, vertices, selectedId, onSelect) {
+// The SVG element; onSelect(vertexId) is called when a node is clicked; live (optional):
+// vertex id -> {level, ratio, busy, rate} of a running streaming job.
+export function dagSvg(plan, vertices, selectedId, onSelect, live = {}) {
   const g = layout(plan, vertices);
   // shrinks to the card's width (max-width: 100%), but not below MIN_SCALE: then it scrolls
   return s("svg", {
@@ -171,5 +185,5 @@ export function dagSvg(plan, vertices, selectedId, onSelect) {
     markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
   s("path", { d: "M0,0 L10,5 L0,10 z", class: "dag-arrow" }))),
   g.edges.map(edgeSvg),
-  g.nodes.map((n) => nodeSvg(n, n.id === selectedId, onSelect)));
+  g.nodes.map((n) => nodeSvg(n, n.id === selectedId, onSelect, live[n.id])));
 }

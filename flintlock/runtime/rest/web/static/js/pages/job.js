@@ -58,12 +58,40 @@ function header(job, ctx) {
     ].filter(Boolean)));
 }
 
+// A running streaming job's vertices: back pressure (GET .../backpressure) and output records
+// per second (from write-records between two refreshes of the page).
+async function liveVertices(job, ctx) {
+  if (job["job-type"] !== "STREAMING" || job.state !== "RUNNING") return {};
+  const now = Date.now();
+  const previous = ctx.state.recordCounts || {};
+  const counts = {};
+  const live = {};
+  await Promise.all((job.vertices || []).map(async (v) => {
+    const written = (v.metrics || {})["write-records"] || 0;
+    counts[v.id] = [now, written];
+    const before = previous[v.id];
+    const rate = before && now > before[0] ? (written - before[1]) * 1000 / (now - before[0]) : null;
+    try {
+      const bp = await api.backpressure(job.jid, v.id);
+      const subtasks = bp.subtasks || [];
+      const avg = (key) => subtasks.length
+        ? subtasks.reduce((sum, t) => sum + (t[key] || 0), 0) / subtasks.length : 0;
+      live[v.id] = { level: bp.backpressureLevel, ratio: avg("ratio"), busy: avg("busyRatio"), rate };
+    } catch (_) {
+      live[v.id] = { level: null, ratio: 0, busy: 0, rate };
+    }
+  }));
+  ctx.state.recordCounts = counts;
+  return live;
+}
+
 async function overviewTab(job, ctx) {
   const vid = ctx.params.vid;
   const select = (id) => ctx.navigate(`#/jobs/${seg(job.jid)}/vertices/${seg(id)}`);
+  const live = await liveVertices(job, ctx);
   const parts = [
     card("Job Graph", h("div", { class: "dag-scroll", "data-testid": "job-graph" },
-      dagSvg(job.plan, job.vertices, vid, select))),
+      dagSvg(job.plan, job.vertices, vid, select, live))),
     card("Vertices", verticesTable(job, vid)),
   ];
   if (vid) {

@@ -1,0 +1,1 @@
+"""Streaming benchmarks: flintlock against Spark Structured Streaming (see ``__main__``)."""
