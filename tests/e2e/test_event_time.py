@@ -198,3 +198,50 @@ def test_a_watermark_on_a_string_column_fails_the_job_naming_the_operator() -> N
         env.execute("bad event time")
     text = str(info.value) + str(info.value.__cause__)
     assert "Timestamps/Watermarks" in text and "'ts' is a string" in text, text
+
+
+def _timed(i: int) -> tuple[int, str, int]:
+    return (i, "k", i * 10)
+
+
+def test_an_idle_input_stops_holding_back_the_watermark(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A union of a generator and a watched directory nobody writes to: without idleness the
+    empty directory's channel would hold the window's watermark back forever; with
+    ``with_idleness`` the windows of the generated events fire while the job runs."""
+    from pyspark.sql import functions as F
+
+    from flintlock.connectors import FileSource
+    from flintlock.runtime.jobgraph.types import JobStatus
+    from flintlock.testing.waiting import wait_until_sync
+
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    env = _env()
+    strategy = (WatermarkStrategy.for_monotonous_timestamps().with_timestamp_column("ts")
+                .with_idleness(300))
+    generated = env.from_source(DataGeneratorSource(_timed, 3000, RateLimiterStrategy
+                                                    .per_second(1000), SCHEMA))
+    watched = env.from_source(FileSource.csv(str(incoming), schema=SCHEMA)
+                              .monitor_continuously(100))
+    (generated.assign_timestamps_and_watermarks(strategy)
+     .union(watched.assign_timestamps_and_watermarks(strategy))
+     .key_by("k").window(TumblingEventTimeWindows.of(1000))
+     .agg(F.count(F.lit(1)).alias("n")).print())
+    client = env.execute_async("idle input")
+    printed: list[str] = []
+
+    def windows_fired() -> bool:
+        printed.extend(capsys.readouterr().out.splitlines())
+        return sum("n=100)" in line for line in printed) >= 5
+
+    def status() -> JobStatus:
+        s = client.get_job_status()
+        return s.result() if hasattr(s, "result") else s
+
+    try:
+        wait_until_sync(windows_fired, 120, 0.05, lambda: printed[-5:])
+        assert status() is JobStatus.RUNNING  # the watched directory keeps it running
+    finally:
+        client.cancel()
+        wait_until_sync(lambda: status() is JobStatus.CANCELED, 30, 0.05, status)

@@ -40,6 +40,7 @@ __all__ = [
     "PipelinedPartitionReader",
     "PipelinedPartitionWriter",
     "SegmentCommit",
+    "combined_watermark",
     "default_pipelined_root",
     "pipelined_partition_uri",
     "release_job_partitions",
@@ -320,14 +321,21 @@ class PipelinedPartitionReader:
                               json.dumps({"consumed": ch.next_segment}))
 
     def watermark(self) -> int | None:
-        """The gate's watermark (Flink's ``StatusWatermarkValve``): the minimum over the active
-        channels (not ended, not idle; all not-ended ones when every one is idle); None while an
-        active channel has none; ``MAX_WATERMARK`` once every channel ended (end of input)."""
-        if self.ended:
-            return MAX_WATERMARK
-        live = [c for c in self.channels if not c.ended]
-        active = [c for c in live if not c.idle] or live
-        marks = [c.watermark for c in active]
-        if any(m is None for m in marks):
-            return None
-        return min(marks)  # type: ignore[type-var]
+        """The gate's watermark: ``combined_watermark([self])``."""
+        return combined_watermark([self])
+
+
+def combined_watermark(gates: Sequence[PipelinedPartitionReader]) -> int | None:
+    """A task's input watermark over all channels of all its gates (Flink's
+    ``StatusWatermarkValve``): the minimum over the active channels (not ended, not idle; all
+    not-ended ones when every one is idle); None while an active channel has none;
+    ``MAX_WATERMARK`` once every channel ended (end of input)."""
+    channels = [c for g in gates for c in g.channels]
+    live = [c for c in channels if not c.ended]
+    if not live:
+        return MAX_WATERMARK if channels else None
+    active = [c for c in live if not c.idle] or live
+    marks = [c.watermark for c in active]
+    if any(m is None for m in marks):
+        return None
+    return min(marks)  # type: ignore[type-var]

@@ -45,6 +45,7 @@ from flintlock.runtime.shuffle.pipelined import (
     PipelinedPartitionReader,
     PipelinedPartitionWriter,
     ReadableSegment,
+    combined_watermark,
 )
 from flintlock.runtime.spark.chain_translator import TranslatedChain, translate_chain
 from flintlock.runtime.spark.connector_io import write_sink
@@ -140,6 +141,7 @@ class SparkStreamingTask(SparkStreamTask):
         timed = TimedOperators(spark, self._run, tdd.state_uri,
                                (tdd.task_name_with_subtask(), tdd.subtask_index,
                                 tdd.number_of_subtasks))
+        timed.prepare(chain)
         sent: tuple[int | None, bool] = (None, False)  # the last (watermark, idle) committed
         while True:
             self._wait_for_credit(writers)
@@ -156,7 +158,7 @@ class SparkStreamingTask(SparkStreamTask):
                 segments = [r.poll(backlog) for r in readers]
                 ended = all(r.ended for r in readers)
                 has_input = any(s.dirs for gate in segments for s in gate)
-                watermark = _gate_watermark(readers)
+                watermark = combined_watermark(readers)
             timed.begin_epoch(watermark, now_ms, end_of_input=ended)
             self.stats.input_watermark = watermark
             run = has_input or timed.due(watermark, now_ms) or (ended and timed.has_state())
@@ -294,14 +296,6 @@ class SparkStreamingTask(SparkStreamTask):
             if committable is not None:
                 committables[sink_index] = committable
             self.stats.records_out += rows
-
-
-def _gate_watermark(readers: list[PipelinedPartitionReader]) -> int | None:
-    """The input watermark: the minimum over the gates (None while one has none)."""
-    marks = [r.watermark() for r in readers]
-    if not marks or any(m is None for m in marks):
-        return None
-    return min(marks)  # type: ignore[type-var]
 
 
 def _ipc(tables: list[pa.Table]) -> bytes:

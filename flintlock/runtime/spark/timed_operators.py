@@ -113,6 +113,13 @@ class TimedOperators:
         self.fire_processing_until = 0
         self.has_assigner = False
 
+    def prepare(self, chain: S.OperatorChain) -> None:
+        """Know the chain's watermark assigners before their first epoch (an idle source's
+        assigner never runs, but its idle timeout counts from the start)."""
+        for index, node in enumerate(chain.nodes):
+            if isinstance(node.spec, WatermarkAssignerSpec) and index not in self.nodes:
+                self.nodes[index] = _Node(extra=_assigner_settings(node.spec))
+
     # ---- epochs ---------------------------------------------------------------------------------
 
     def begin_epoch(self, input_watermark: int | None, processing_time_ms: int,
@@ -209,8 +216,7 @@ class TimedOperators:
 
         self.has_assigner = True
         if not st.extra:
-            st.extra = {"out_of_orderness": spec.out_of_orderness_ms,
-                        "idleness": spec.idleness_ms, "created": int(time.time() * 1000)}
+            st.extra = _assigner_settings(spec)
         if spec.fn is not None:
             df = _with_rowtime(self.spark, df, spec, where)
         if not self.streaming or spec.out_of_orderness_ms is None:
@@ -287,6 +293,11 @@ class TimedOperators:
             ddl = input_ddl_of(df)
         table.committed(int(seen.get("rows") or 0), ddl)
         return seen
+
+
+def _assigner_settings(spec: WatermarkAssignerSpec) -> dict[str, Any]:
+    return {"out_of_orderness": spec.out_of_orderness_ms, "idleness": spec.idleness_ms,
+            "created": int(time.time() * 1000)}
 
 
 def _struct(spark: Any, ddl: str) -> Any:

@@ -16,6 +16,7 @@ from flintlock.runtime.shuffle.pipelined import (
     PipelinedPartitionReader,
     PipelinedPartitionWriter,
     SegmentCommit,
+    combined_watermark,
     pipelined_partition_uri,
     release_job_partitions,
 )
@@ -125,6 +126,30 @@ def test_an_idle_channel_stops_holding_back_the_watermark_until_it_sends_again(t
         w.commit(watermark=1, idle=True)
     gate.poll(10)
     assert gate.watermark() == 5_000  # all idle: the minimum over all of them
+
+
+def test_a_task_watermark_spans_its_gates_so_an_idle_gate_does_not_hold_it_back(
+        tmp_path: Path) -> None:
+    active = PipelinedPartitionWriter(str(tmp_path / "a"), 1, 1, 8)
+    quiet = PipelinedPartitionWriter(str(tmp_path / "q"), 1, 1, 8)
+    gates = [PipelinedPartitionReader([str(tmp_path / "a")], 0, 0, 0),
+             PipelinedPartitionReader([str(tmp_path / "q")], 0, 0, 0)]
+    active.commit(watermark=7_000)
+    for g in gates:
+        g.poll(10)
+    assert combined_watermark(gates) is None  # the quiet gate has said nothing yet
+    quiet.commit(idle=True)  # an idle source that never had a watermark
+    for g in gates:
+        g.poll(10)
+    assert combined_watermark(gates) == 7_000
+    active.commit(end=True)
+    for g in gates:
+        g.poll(10)
+    assert combined_watermark(gates) is None  # only the idle channel is left, without a mark
+    quiet.commit(end=True)
+    for g in gates:
+        g.poll(10)
+    assert combined_watermark(gates) == MAX_WATERMARK
 
 
 def test_commit_records_round_trip_and_job_partitions_are_released(tmp_path: Path) -> None:
