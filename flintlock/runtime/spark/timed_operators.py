@@ -111,7 +111,6 @@ class TimedOperators:
         self.input_watermark = MIN_WATERMARK if streaming else MAX_WATERMARK
         self.processing_time = 0
         self.fire_processing_until = 0
-        self.has_assigner = False
 
     def prepare(self, chain: S.OperatorChain) -> None:
         """Know the chain's watermark assigners before their first epoch (an idle source's
@@ -214,7 +213,6 @@ class TimedOperators:
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
-        self.has_assigner = True
         if not st.extra:
             st.extra = _assigner_settings(spec)
         if spec.fn is not None:
