@@ -472,7 +472,9 @@ class DefaultScheduler(ExecutionDeployer):
         for v in sorted(restart.vertices, key=self._order.__getitem__):
             self._cancel_execution(self.graph.vertex(v).current_execution)
         self._out.append(ScheduleTimer(result.restart_delay_s, RestartDelayElapsed(restart.id)))
-        self.graph.next_restart_attempt_ms = self.clock.now_ms() + round(result.restart_delay_s * 1000)
+        # counted from the failure's own timestamp (read once), so the UI's "restarts in" and
+        # the exception history agree to the millisecond
+        self.graph.next_restart_attempt_ms = entry.timestamp_ms + round(result.restart_delay_s * 1000)
 
     def _try_complete_restarts(self) -> None:
         for restart in self._restarts.take_ready(
