@@ -168,3 +168,37 @@ def test_keyed_state_and_event_time_timers_carry_over_between_epochs(spark: Any,
     # a's row at 1200 started a new count with a timer at 2200; the end of input fires it
     assert _epoch(ops, node, spark, [], MAX_WATERMARK) == [("a", 2200, 1)]
     assert ops.nodes[0].table.rows == 0
+
+
+def _max_v(acc: Any, row: Any) -> Any:
+    return (row.k, max(acc.v, row.v), row.ts)  # the last row's time: event-time order
+
+
+class _Describe:
+    def process(self, key: Any, context: Any, rows: Any) -> Any:
+        w = context.window()
+        yield (key, w.start, w.end, ",".join(str(r.v) for r in rows))
+
+
+@pytest.mark.parametrize("function", ["reduce", "process"])
+def test_reduce_and_process_window_functions_see_a_fired_windows_rows_in_time_order(
+        spark: Any, tmp_path: Path, function: str) -> None:
+    from flintlock.api.functions import ProcessWindowFunction
+
+    if function == "reduce":
+        fn, schema = _max_v, ""
+    else:
+        fn = type("Describe", (_Describe, ProcessWindowFunction), {})().process
+        schema = "k string, start long, end long, vs string"
+    spec = WindowSpec(("k",), TumblingEventTimeWindows.of(1000), "ts", function,
+                      fn=SerializedFunction(function, dumps_user_function(fn)),
+                      output_schema=schema)
+    ops = TimedOperators(spark, lambda f: f(), str(tmp_path / "state"))
+    node = ChainedNode(OperatorID.generate(), "window", spec)
+    assert _epoch(ops, node, spark, [("a", 5, 300), ("a", 2, 100)], 500) == []
+    fired = _epoch(ops, node, spark, [("a", 3, 900), ("a", 9, 1200)], 1000)
+    if function == "reduce":
+        assert [(k, v, ts, _ms(ws), _ms(we)) for k, v, ts, ws, we in fired] == [
+            ("a", 5, 900, 0, 1000)]
+    else:
+        assert fired == [("a", 0, 1000, "2,5,3")]
