@@ -30,6 +30,16 @@ STREAMING_OPERATORS = (
 )
 
 
+#: how the refusal names what the user wrote (two-phase aggregations are split before the check)
+_KINDS = {
+    S.LocalAggregateSpec: "an aggregation without windows",
+    S.MergeAggregateSpec: "an aggregation without windows",
+    S.KeyedAggregateSpec: "an aggregation without windows",
+    S.GlobalAggregateSpec: "an aggregation without windows",
+    S.KeyedProcessSpec: "process(key, rows) over all rows of a key",
+}
+
+
 def is_bounded(source: Any) -> bool:
     """A source is bounded unless it says otherwise (``bounded`` attribute, Flink ``Boundedness``)."""
     return bool(getattr(source, "bounded", True))
@@ -63,8 +73,12 @@ def check_streaming_operators(nodes: Iterable[Any]) -> None:
     """
     for node in nodes:
         if not isinstance(node.spec, STREAMING_OPERATORS):
+            name = node.name
+            if isinstance(node.spec, (S.LocalAggregateSpec, S.MergeAggregateSpec)):
+                name = name.removeprefix("Local").removeprefix("Merge")  # the user's operator
+            kind = _KINDS.get(type(node.spec), type(node.spec).__name__.removesuffix("Spec"))
             raise InvalidProgramException(
-                f"Operator '{node.name}' ({type(node.spec).__name__.removesuffix('Spec')}) is not "
+                f"Operator '{name}' ({kind}) is not "
                 "supported in STREAMING mode: streaming jobs run sources, select / filter / "
                 "with_column / drop, map / flat_map / map_batches, union, exchanges, "
                 "assign_timestamps_and_watermarks, key_by(...).window(...), "
