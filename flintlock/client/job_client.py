@@ -115,29 +115,6 @@ class JobClient(Protocol):
         """Request cancellation; returns once the cluster acknowledged it."""
         ...
 
-    def _confirm_cancel(self, console: Any) -> bool:
-        """Ctrl-C while following a job: ask whether to cancel it (interactive terminals only).
-
-        Returns True when the job was cancelled (the caller follows it to its end); False when
-        the user keeps it running (the client stops following; the job runs on)."""
-        import sys
-
-        from rich.prompt import Confirm
-
-        if not sys.stdin.isatty() or not console.is_terminal:
-            return False
-        try:
-            cancel = Confirm.ask(f"\nCancel job {self._job_id}?", default=True, console=console)
-        except (KeyboardInterrupt, EOFError):
-            cancel = False
-        if not cancel:
-            console.print(f"Job {self._job_id} keeps running; stop it with: flintlock cancel "
-                          f"{self._job_id}")
-            return False
-        self.cancel()
-        console.print(f"Cancelling job {self._job_id} ...")
-        return True
-
     def get_job_execution_result(self, timeout_s: float | None = None) -> JobExecutionResult:
         """Wait for the job to end.
 
