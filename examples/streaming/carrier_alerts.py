@@ -19,8 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from examples.flights import flights_path
-from examples.streaming.flight_replay import SCHEMA, FlightReplay
+from examples.streaming.flight_replay import add_replay_arguments, replay_source
 from flintlock.api.functions import KeyedProcessFunction
 from flintlock.api.state import ListStateDescriptor
 
@@ -64,12 +63,8 @@ class DelayAlerts(KeyedProcessFunction):
 
 def build(env: Any, data_dir: str, *, rate: int | None = 20_000, limit: int | None = None) -> Any:
     from flintlock.api.watermarks import WatermarkStrategy
-    from flintlock.connectors import DataGeneratorSource, RateLimiterStrategy
 
-    replay = FlightReplay(str(flights_path(data_dir) / "flights"), order="scheduled")
-    count = replay.count() if limit is None else min(limit, replay.count())
-    source = DataGeneratorSource(replay, count,
-                                 RateLimiterStrategy.per_second(rate) if rate else None, SCHEMA)
+    source = replay_source(data_dir, "scheduled", rate, limit)
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_column("sched_dep")
     return (env.from_source(source, "flights in scheduled order").set_parallelism(1)
             .assign_timestamps_and_watermarks(strategy).set_parallelism(1)
@@ -82,10 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     from flintlock.connectors import FileSink
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default="data")
-    parser.add_argument("--rate", type=int, default=20_000, help="flights per second (0: unlimited)")
-    parser.add_argument("--limit", type=int, default=None, help="replay only the first N flights")
-    parser.add_argument("--output", default="output/carrier_alerts")
+    add_replay_arguments(parser, "output/carrier_alerts")
     args = parser.parse_args(argv)
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_runtime_mode(RuntimeExecutionMode.STREAMING)

@@ -23,8 +23,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from examples.flights import flights_path
-from examples.streaming.flight_replay import SCHEMA, FlightReplay
+from examples.streaming.flight_replay import add_replay_arguments, replay_source
 
 # DuckDB over the replayed flights (relation ``flights``: ``flight_replay.replay_table``, times in
 # UTC): departures and mean delay per origin and scheduled hour.
@@ -41,12 +40,8 @@ def build(env: Any, data_dir: str, *, rate: int | None = 20_000, limit: int | No
     """(hourly windows stream, late flights stream)."""
     from flintlock.api.watermarks import WatermarkStrategy
     from flintlock.api.windows import OutputTag, TumblingEventTimeWindows
-    from flintlock.connectors import DataGeneratorSource, RateLimiterStrategy
 
-    replay = FlightReplay(str(flights_path(data_dir) / "flights"), order="actual")
-    count = replay.count() if limit is None else min(limit, replay.count())
-    source = DataGeneratorSource(replay, count,
-                                 RateLimiterStrategy.per_second(rate) if rate else None, SCHEMA)
+    source = replay_source(data_dir, "actual", rate, limit)
     strategy = (WatermarkStrategy.for_bounded_out_of_orderness(out_of_orderness)
                 .with_timestamp_column("sched_dep"))
     late = OutputTag("late-flights")
@@ -66,10 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     from flintlock.connectors import FileSink
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default="data")
-    parser.add_argument("--rate", type=int, default=20_000, help="flights per second (0: unlimited)")
-    parser.add_argument("--limit", type=int, default=None, help="replay only the first N flights")
-    parser.add_argument("--output", default="output/departures")
+    add_replay_arguments(parser, "output/departures")
     args = parser.parse_args(argv)
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_runtime_mode(RuntimeExecutionMode.STREAMING)

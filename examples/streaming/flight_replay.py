@@ -67,6 +67,26 @@ def replay_table(flights_dir: str, order: str = "scheduled", limit: int | None =
     })
 
 
+def replay_source(data_dir: str, order: str, rate: int | None, limit: int | None) -> Any:
+    """A ``DataGeneratorSource`` replaying the first ``limit`` departed flights (all: None) of
+    ``<data_dir>/nycflights13/flights`` in ``order`` at ``rate`` flights/s (None: unlimited)."""
+    from examples.flights import flights_path
+    from flintlock.connectors import DataGeneratorSource, RateLimiterStrategy
+
+    replay = FlightReplay(str(flights_path(data_dir) / "flights"), order=order)
+    count = replay.count() if limit is None else min(limit, replay.count())
+    return DataGeneratorSource(replay, count,
+                               RateLimiterStrategy.per_second(rate) if rate else None, SCHEMA)
+
+
+def add_replay_arguments(parser: Any, output: str) -> None:
+    """The examples' command-line options: ``--data``, ``--rate``, ``--limit``, ``--output``."""
+    parser.add_argument("--data", default="data")
+    parser.add_argument("--rate", type=int, default=20_000, help="flights per second (0: unlimited)")
+    parser.add_argument("--limit", type=int, default=None, help="replay only the first N flights")
+    parser.add_argument("--output", default=output)
+
+
 class FlightReplay:
     """``DataGeneratorSource`` function: index -> the index-th departed flight (``SCHEMA``)."""
 
