@@ -216,7 +216,8 @@ class TimedOperators:
         if not st.extra:
             st.extra = _assigner_settings(spec)
         if spec.fn is not None:
-            df = _with_rowtime(self.spark, df, spec, where)
+            st.input_ddl = st.input_ddl or input_ddl_of(df)
+            df = _with_rowtime(self.spark, df, spec, where, st.input_ddl)
         if not self.streaming or spec.out_of_orderness_ms is None:
             return df
         if st.time_column is None:
@@ -230,11 +231,13 @@ class TimedOperators:
 
         st.input_ddl = st.input_ddl or input_ddl_of(df)
         if spec.assigner.event_time:
+            if st.time_column is None:  # the column's type is checked once, not every epoch
+                st.time_column = event_time_millis(df, spec.time_column or "", where)
             times = EpochTimes(st.watermark, self.input_watermark, self.processing_time)
         else:
             times = EpochTimes(st.watermark, self.fire_processing_until, self.processing_time)
         state = st.table.read(self.spark) if st.table is not None else None
-        result = window_epoch(self.spark, df, state, spec, times, where, st.input_ddl)
+        result = window_epoch(self.spark, df, state, spec, times, st.input_ddl, st.time_column)
         if spec.late_tag and result.late is not None:
             self.side[(index, spec.late_tag)] = result.late
         st.watermark = max(st.watermark, times.now)
@@ -304,16 +307,17 @@ def _struct(spark: Any, ddl: str) -> Any:
     return parse_ddl(spark, ddl)
 
 
-def _with_rowtime(spark: Any, df: Any, spec: WatermarkAssignerSpec, where: str) -> Any:
-    """``df`` plus ``rowtime`` (TIMESTAMP) from the assigner function."""
+def _with_rowtime(spark: Any, df: Any, spec: WatermarkAssignerSpec, where: str,
+                  input_ddl: str) -> Any:
+    """``df`` (columns ``input_ddl``) plus ``rowtime`` (TIMESTAMP) from the assigner function."""
     from pyspark.sql import functions as F
 
     from flintlock.runtime.spark import python_ops as P
-    from flintlock.runtime.spark.schema import arrow_schema, struct_to_ddl
+    from flintlock.runtime.spark.schema import arrow_schema
 
     assert spec.fn is not None
     P.check_loadable(spec.fn, where)
-    ddl = f"{struct_to_ddl(df.schema)}, `__rowtime_ms` bigint"
+    ddl = f"{input_ddl}, `__rowtime_ms` bigint"
     struct = _struct(spark, ddl)
     return (df.mapInArrow(P.timestamp_fn(spec.fn, arrow_schema(struct)), struct)
             .withColumn(ROWTIME_COLUMN, F.timestamp_millis(F.col("__rowtime_ms")))

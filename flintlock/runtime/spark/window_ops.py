@@ -137,19 +137,21 @@ def _sessions(df: Any, spec: WindowSpec) -> Any:
 
 
 def window_epoch(spark: Any, new: Any, state: Any, spec: WindowSpec, times: EpochTimes,
-                 where: str, input_ddl: str) -> WindowEpoch:
+                 input_ddl: str, time_millis: Any = None) -> WindowEpoch:
     """One epoch of a window operator (see the module docstring).
 
     Args:
         new: the epoch's rows (the operator's input columns).
         state: the state table (input columns + ``STATE_COLUMNS``) or None.
         input_ddl: DDL of the input columns (reduce results keep them).
+        time_millis: the rows' event time in ms (``event_time_millis``, resolved once by the
+            caller); None for processing-time windows.
     """
     from pyspark.sql import functions as F
 
     lateness = spec.allowed_lateness_ms
     if spec.assigner.event_time:
-        rows = new.withColumn(T, event_time_millis(new, spec.time_column or "", where))
+        rows = new.withColumn(T, time_millis)
     else:
         rows = new.withColumn(T, F.lit(times.processing_time).cast("long"))
     before, now = F.lit(times.before).cast("long"), F.lit(times.now).cast("long")
