@@ -32,6 +32,7 @@ from typing import Any
 import pyarrow as pa
 
 from flintlock.runtime.operators.time_specs import WindowSpec
+from flintlock.runtime.shuffle.pipelined import MAX_WATERMARK
 from flintlock.runtime.spark.errors import OperatorException
 from flintlock.runtime.spark.python_ops import _load, _rows, _to_batch, _values
 from flintlock.runtime.spark.schema import arrow_schema, parse_ddl, struct_to_ddl
@@ -40,7 +41,6 @@ __all__ = ["MAX_WATERMARK", "MIN_WATERMARK", "STATE_COLUMNS", "EpochTimes", "Win
            "event_time_millis", "input_ddl_of", "window_epoch"]
 
 MIN_WATERMARK = -(2**63)
-MAX_WATERMARK = 2**63 - 1
 #: internal columns: event time, window start and end (ms), "arrived in this epoch"
 T, WS, WE, NEW = "__t", "__ws", "__we", "__new"
 STATE_COLUMNS = (T, WS, WE)
