@@ -2,13 +2,15 @@
 flintlock against Spark Structured Streaming on the same input and cores, in one run.
 
     python -m benchmarks.streaming [--seconds 60] [--rate 10000] [--max-rate 100000]
-                                   [--out benchmarks/results/streaming-<time>.json]
+                                   [--warmup 10] [--out benchmarks/results/streaming-<time>.json]
 
 Per system (``benchmarks.streaming.programs``; run one after the other on an idle machine):
 
 - sustained: ``--rate`` events/s for ``--seconds``: achieved throughput (events written / time
   from the first event created to the last file written), latency p50 / p99 (file write time -
-  event creation time), and the peak RSS of the process tree sampled every second (the series
+  event creation time, over the events created after the first ``--warmup`` seconds: both
+  systems start cold JVMs and Python workers, whose first seconds say nothing about steady
+  state), and the peak RSS of the process tree sampled every second (the series
   is kept, to see growth over the run);
 - max: ``--max-rate`` events/s offered for ``--seconds``: the throughput reached.
 
@@ -47,7 +49,7 @@ def _tree_rss(proc: psutil.Process) -> int:
     return total
 
 
-def _run(system: str, rate: int, seconds: float, work: Path) -> dict[str, Any]:
+def _run(system: str, rate: int, seconds: float, work: Path, warmup_s: float) -> dict[str, Any]:
     out = work / f"{system}-{rate}"
     shutil.rmtree(out, ignore_errors=True)
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
@@ -61,12 +63,12 @@ def _run(system: str, rate: int, seconds: float, work: Path) -> dict[str, Any]:
         time.sleep(1.0)
     if proc.returncode != 0:
         raise RuntimeError(f"{system} failed: {proc.stderr.read()[-3000:] if proc.stderr else ''}")
-    return {**_measure(out), "wall_s": round(time.time() - started, 1), "rss": rss,
+    return {**_measure(out, warmup_s), "wall_s": round(time.time() - started, 1), "rss": rss,
             "peak_rss_bytes": max((r for _, r in rss), default=0)}
 
 
-def _measure(out: Path) -> dict[str, Any]:
-    latencies: list[float] = []
+def _measure(out: Path, warmup_s: float = 0.0) -> dict[str, Any]:
+    events: list[tuple[float, float]] = []  # (created, latency) in ms
     first_created, last_written, rows = float("inf"), 0.0, 0
     for f in out.rglob("*.parquet"):
         written = f.stat().st_mtime * 1000
@@ -74,10 +76,10 @@ def _measure(out: Path) -> dict[str, Any]:
         if not created:
             continue
         rows += len(created)
-        latencies += [written - c for c in created]
+        events += [(c, written - c) for c in created]
         first_created = min(first_created, min(created))
         last_written = max(last_written, written)
-    latencies.sort()
+    latencies = sorted(lat for c, lat in events if c >= first_created + warmup_s * 1000)
 
     def pct(q: float) -> float | None:
         return round(latencies[min(len(latencies) - 1, int(q * len(latencies)))] / 1000, 3) \
@@ -93,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=60.0)
     p.add_argument("--rate", type=int, default=10_000)
     p.add_argument("--max-rate", type=int, default=100_000)
+    p.add_argument("--warmup", type=float, default=10.0,
+                   help="seconds at the start left out of the latency percentiles")
     p.add_argument("--systems", default=",".join(SYSTEMS))
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -100,11 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out or REPO / "benchmarks" / "results" / f"streaming-{stamp}.json")
     results: dict[str, Any] = {"host": socket.gethostname(), "cores": os.cpu_count(),
                                "seconds": args.seconds, "rate": args.rate,
-                               "max_rate": args.max_rate, "systems": {}}
+                               "max_rate": args.max_rate, "warmup_s": args.warmup,
+                               "systems": {}}
     with tempfile.TemporaryDirectory(prefix="flintlock-streaming-bench-") as tmp:
         for system in args.systems.split(","):
-            sustained = _run(system, args.rate, args.seconds, Path(tmp))
-            maximum = _run(system, args.max_rate, args.seconds, Path(tmp))
+            sustained = _run(system, args.rate, args.seconds, Path(tmp), args.warmup)
+            maximum = _run(system, args.max_rate, args.seconds, Path(tmp), args.warmup)
             results["systems"][system] = {"sustained": sustained, "max": maximum}
             print(f"{system}: sustained {sustained['throughput_per_s']}/s, latency p50 "
                   f"{sustained['latency_p50_s']} s p99 {sustained['latency_p99_s']} s, peak RSS "

@@ -48,9 +48,13 @@ def _status(client: Any) -> JobStatus:
     return status.result() if hasattr(status, "result") else status
 
 
-def test_a_bounded_generator_streams_through_a_rebalance_into_a_file_sink(tmp_path: Path) -> None:
+@pytest.mark.parametrize("segments", ["arrow", "parquet"])
+def test_a_bounded_generator_streams_through_a_rebalance_into_a_file_sink(
+        tmp_path: Path, segments: str) -> None:
     out = tmp_path / "out"
-    env = _env()
+    # the epochs are small, so their segments are Arrow files unless the threshold is 0
+    threshold = "64mb" if segments == "arrow" else "0"
+    env = _env(**{"taskmanager.network.pipelined.arrow-segment-threshold": threshold})
     source = DataGeneratorSource(_record, 3000, RateLimiterStrategy.per_second(1500),
                                  "id long, word string")
     env.from_source(source).map(lambda r: (r.id * 2, r.word.upper()), "id2 long, word string") \

@@ -2,7 +2,9 @@
 
 Layout of one producer attempt's partition (ARCHITECTURE section 4b)::
 
-    <uri>/seg-<n>/sp=<k>/*.parquet     segment n, written by Spark's partitionBy("sp")
+    <uri>/seg-<n>/sp=<k>/*.parquet     segment n, written by Spark's partitionBy("sp"), or
+    <uri>/seg-<n>/sp=<k>.arrow         segment n as Arrow IPC files (``format: "arrow"``, written
+                                       through the TaskManager: ``spark.arrow_segments``)
     <uri>/_commits/<n>.json            commit record of segment n (atomic rename): rows and bytes
                                        per subpartition, schema, watermark, end-of-partition
     <uri>/_acks/<consumer>.json        how many segments consumer subtask <consumer> has consumed
@@ -37,6 +39,9 @@ import pyarrow.fs as pafs
 from flintlock.runtime.shuffle.layout import filesystem_and_path, release_partitions
 
 __all__ = [
+    "ARROW",
+    "ARROW_SUFFIX",
+    "PARQUET",
     "PipelinedPartitionReader",
     "PipelinedPartitionWriter",
     "SegmentCommit",
@@ -49,6 +54,10 @@ __all__ = [
 ]
 
 _COMMITS = "_commits"
+#: segment formats (``SegmentCommit.format``)
+PARQUET, ARROW = "parquet", "arrow"
+#: the file name suffix of an ARROW segment's subpartition files
+ARROW_SUFFIX = ".arrow"
 #: the watermark at the end of input (Flink's ``Watermark.MAX_WATERMARK``, Long.MAX_VALUE)
 MAX_WATERMARK = 2**63 - 1
 _ACKS = "_acks"
@@ -114,6 +123,8 @@ class SegmentCommit:
         watermark: the producer's output watermark after this segment (ms), or None.
         idle: the producer is idle (Flink's ``WatermarkStatus.IDLE``): its channel does not hold
             back the consumers' watermark until it commits a segment that is not idle.
+        format: how the data is stored: ``"parquet"`` (a Spark-written directory per
+            subpartition) or ``"arrow"`` (one Arrow IPC file per subpartition).
     """
 
     segment: int
@@ -123,11 +134,13 @@ class SegmentCommit:
     end: bool = False
     watermark: int | None = None
     idle: bool = False
+    format: str = PARQUET
 
     def to_json(self) -> str:
         return json.dumps({"segment": self.segment, "rows": list(self.rows),
                            "bytes": list(self.bytes), "schema": self.schema, "end": self.end,
-                           "watermark": self.watermark, "idle": self.idle})
+                           "watermark": self.watermark, "idle": self.idle,
+                           "format": self.format})
 
     @classmethod
     def from_json(cls, text: str) -> SegmentCommit:
@@ -135,7 +148,7 @@ class SegmentCommit:
         return cls(int(d["segment"]), tuple(int(r) for r in d["rows"]),
                    tuple(int(b) for b in d["bytes"]), str(d.get("schema") or ""),
                    bool(d.get("end")), None if d.get("watermark") is None else int(d["watermark"]),
-                   bool(d.get("idle")))
+                   bool(d.get("idle")), str(d.get("format") or PARQUET))
 
 
 def _write_atomically(fs: pafs.FileSystem, path: str, text: str) -> None:
@@ -193,7 +206,7 @@ class PipelinedPartitionWriter:
 
     def commit(self, rows: Sequence[int] = (), sizes: Sequence[int] = (), *, schema: str = "",
                end: bool = False, watermark: int | None = None,
-               idle: bool = False) -> SegmentCommit:
+               idle: bool = False, format: str = PARQUET) -> SegmentCommit:
         """Make the next segment visible by writing its commit record.
 
         Args:
@@ -203,6 +216,7 @@ class PipelinedPartitionWriter:
             end: this is the partition's last segment.
             watermark: the output watermark after this segment (ms).
             idle: the producer is idle (see ``SegmentCommit``).
+            format: how the segment's data is stored (``PARQUET`` or ``ARROW``).
 
         Raises:
             RuntimeError: the partition already ended.
@@ -210,13 +224,15 @@ class PipelinedPartitionWriter:
         """
         if self.ended:
             raise RuntimeError(f"partition {self.uri} already ended")
+        if format not in (PARQUET, ARROW):
+            raise ValueError(f"unknown segment format {format!r}: expected {PARQUET!r} or {ARROW!r}")
         n_sub = self.number_of_subpartitions
         rows = tuple(rows) or (0,) * n_sub
         sizes = tuple(sizes) or (0,) * n_sub
         if len(rows) != n_sub or len(sizes) != n_sub:
             raise ValueError(f"expected {n_sub} subpartition counts, got {len(rows)} and {len(sizes)}")
         n = self.next_segment
-        record = SegmentCommit(n, tuple(rows), tuple(sizes), schema, end, watermark, idle)
+        record = SegmentCommit(n, tuple(rows), tuple(sizes), schema, end, watermark, idle, format)
         _write_atomically(self._fs, f"{self._path}/{_COMMITS}/{n:08d}.json", record.to_json())
         self.next_segment = n + 1
         self.ended = end
@@ -250,13 +266,18 @@ class _Channel:
 
 @dataclass(frozen=True)
 class ReadableSegment:
-    """A committed segment of one input channel: its data directories for the gate's range."""
+    """A committed segment of one input channel: its data for the gate's range (``dirs``:
+    Parquet directories or Arrow IPC files, as ``commit.format`` says)."""
 
     channel: int
     commit: SegmentCommit
     dirs: tuple[str, ...]
     rows: int
     bytes: int
+
+    @property
+    def format(self) -> str:
+        return self.commit.format
 
 
 @dataclass
@@ -300,7 +321,8 @@ class PipelinedPartitionReader:
                 dirs, rows, size = [], 0, 0
                 for k in range(self.subpartition_start, self.subpartition_end + 1):
                     if k < len(commit.rows) and commit.rows[k] > 0:
-                        dirs.append(f"{segment_uri(ch.uri, commit.segment)}/sp={k}")
+                        suffix = ARROW_SUFFIX if commit.format == ARROW else ""
+                        dirs.append(f"{segment_uri(ch.uri, commit.segment)}/sp={k}{suffix}")
                         rows += commit.rows[k]
                         size += commit.bytes[k]
                 out.append(ReadableSegment(i, commit, tuple(dirs), rows, size))

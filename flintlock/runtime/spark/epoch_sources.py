@@ -16,6 +16,9 @@ there was nothing to read. Pure apart from listing files; no Spark.
   (``socket_epochs``).
 - Any other (bounded) source: all of the subtask's splits in the first epoch, then the end.
 
+``estimated_bytes(splits)`` is what an epoch's splits are expected to hold in memory (None:
+unknown), for the choice of the segment format (``streaming_task``).
+
 Offsets (what a checkpoint will record): the generator's position; the monitored source's set of
 files read.
 """
@@ -26,13 +29,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flintlock.connectors.datagen import DataGeneratorSource, GeneratorSplit
-from flintlock.connectors.file import FileSource, MonitoredFilesSplit
-from flintlock.connectors.socket import SocketSplit, SocketTextSource
+from flintlock.connectors.file import FileSource, FileSplit, MonitoredFilesSplit
+from flintlock.connectors.socket import SocketLines, SocketSplit, SocketTextSource
 
-__all__ = ["Epoch", "EpochSource", "GeneratorRange", "epoch_source"]
+__all__ = ["Epoch", "EpochSource", "GeneratorRange", "epoch_source", "estimated_bytes"]
 
 #: most records one epoch of an unlimited generator produces
 MAX_EPOCH_RECORDS = 200_000
+#: assumed in-memory bytes per generated record, and per byte of a file (Parquet compresses ~4x)
+GENERATED_RECORD_BYTES = 128
+FILE_EXPANSION = 4
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,21 @@ class _MonitoredFileEpochs(EpochSource):
         if not new:
             return Epoch(wait_s=interval_s)
         return Epoch(tuple(new))
+
+
+def estimated_bytes(splits: tuple[Any, ...]) -> int | None:
+    """The in-memory size an epoch's splits are expected to produce (bytes), None when unknown."""
+    total = 0
+    for split in splits:
+        if isinstance(split, GeneratorRange):
+            total += (split.end - split.start) * GENERATED_RECORD_BYTES
+        elif isinstance(split, SocketLines):
+            total += sum(len(line) for line in split.lines)
+        elif isinstance(split, FileSplit):
+            total += split.size * FILE_EXPANSION
+        else:
+            return None
+    return total
 
 
 def epoch_source(source: Any, splits: tuple[Any, ...], min_interval_s: float = 0.1,

@@ -11,8 +11,12 @@ The loop (ARCHITECTURE section 4b, "a streaming subtask = a loop of epochs"):
 2. Take the epoch's input: a source head asks its ``EpochSource`` for splits (generated ranges,
    new files); any other head polls its input gates for newly committed segments (at most
    ``max_backlog`` per channel).
-3. With input, translate the chain over it (``translate_chain``) and run each output as one Spark
-   write into the next segment of its partition, then commit the segment; sinks append (FileSink
+3. With input, translate the chain over it (``translate_chain``) and write each output into the
+   next segment of its partition, then commit the segment. An epoch whose input is estimated
+   below ``taskmanager.network.pipelined.arrow-segment-threshold`` collects each output with one
+   Spark job and writes Arrow IPC files (``arrow_segments``); a larger one (or one of unknown
+   size: a bounded source's splits) runs a Spark Parquet write (``partitions.write_partition``).
+   Consumers read either format. Sinks append (FileSink
    part files stay in the attempt's temporary directory until the JobMaster commits them when the
    job finishes; print sinks print at once).
 4. Acknowledge the consumed input segments (after the output was committed).
@@ -41,15 +45,23 @@ from flintlock.connectors.sinks import CollectSink
 from flintlock.runtime.deployment import PartitionLocation
 from flintlock.runtime.operators.specs import OperatorChain, SourceSpec
 from flintlock.runtime.shuffle.pipelined import (
+    ARROW,
     MAX_WATERMARK,
+    PARQUET,
     PipelinedPartitionReader,
     PipelinedPartitionWriter,
     ReadableSegment,
     combined_watermark,
 )
+from flintlock.runtime.spark.arrow_segments import read_arrow_segments, write_arrow_segment
 from flintlock.runtime.spark.chain_translator import TranslatedChain, translate_chain
 from flintlock.runtime.spark.connector_io import write_sink
-from flintlock.runtime.spark.epoch_sources import EpochSource, epoch_source
+from flintlock.runtime.spark.epoch_sources import (
+    FILE_EXPANSION,
+    EpochSource,
+    epoch_source,
+    estimated_bytes,
+)
 from flintlock.runtime.spark.partitions import GateRead, write_partition
 from flintlock.runtime.spark.stream_task import SparkStreamTask
 from flintlock.runtime.spark.timed_operators import TimedOperators
@@ -68,6 +80,12 @@ def _setting(job_configuration: Mapping[str, str], option: Any) -> Any:
     """A job setting parsed by its option (the default when absent)."""
     raw = job_configuration.get(option.key)
     return option.default if raw is None else option.parse(raw)
+
+
+def segment_format(input_bytes: int | None, threshold: int) -> str:
+    """The format of an epoch's output segments: ``ARROW`` when its input is known to be below
+    ``threshold`` bytes, else ``PARQUET`` (see the module docstring)."""
+    return ARROW if input_bytes is not None and input_bytes < threshold else PARQUET
 
 
 def max_backlog(job_configuration: Mapping[str, str]) -> int:
@@ -124,6 +142,7 @@ class SparkStreamingTask(SparkStreamTask):
         tdd = self._tdd
         conf = tdd.job_configuration
         backlog = max_backlog(conf)
+        arrow_threshold = _setting(conf, options.ARROW_SEGMENT_THRESHOLD)
         writers = [PipelinedPartitionWriter(r.uri, r.number_of_subpartitions, r.number_of_consumers,
                                             backlog) for r in tdd.produced_partitions]
         readers = [PipelinedPartitionReader([loc.uri for loc in g.partitions], tdd.subtask_index,
@@ -153,18 +172,22 @@ class SparkStreamingTask(SparkStreamTask):
                 segments: list[list[ReadableSegment]] = []
                 has_input = bool(splits)
                 watermark = MAX_WATERMARK if ended else None
+                input_bytes = estimated_bytes(splits)
             else:
                 splits, wait_s = (), _POLL_S
                 segments = [r.poll(backlog) for r in readers]
                 ended = all(r.ended for r in readers)
                 has_input = any(s.dirs for gate in segments for s in gate)
                 watermark = combined_watermark(readers)
+                input_bytes = sum(s.bytes * (1 if s.format == ARROW else FILE_EXPANSION)
+                                  for gate in segments for s in gate)
             timed.begin_epoch(watermark, now_ms, end_of_input=ended)
             self.stats.input_watermark = watermark
             run = has_input or timed.due(watermark, now_ms) or (ended and timed.has_state())
             if run:
                 self._epoch(spark, chain, splits, readers, segments, writers, schemas,
-                            committables, collected, ended, timed)
+                            committables, collected, ended, timed,
+                            segment_format(input_bytes, arrow_threshold))
                 sent = (timed.output_watermark(ended), False)
                 self.stats.output_watermark = sent[0]
             elif ended:
@@ -222,32 +245,36 @@ class SparkStreamingTask(SparkStreamTask):
                readers: list[PipelinedPartitionReader], segments: list[list[ReadableSegment]],
                writers: list[PipelinedPartitionWriter], schemas: list[str],
                committables: dict[int, object], collected: dict[str, list[pa.Table]],
-               ended: bool, timed: TimedOperators) -> None:
+               ended: bool, timed: TimedOperators, fmt: str) -> None:
         tdd = self._tdd
 
         def read_gate(index: int) -> GateRead:
             reader, taken = readers[index], segments[index]
-            dirs = [d for s in taken for d in s.dirs]
             rows = sum(s.rows for s in taken)
             size = sum(s.bytes for s in taken)
-            if not dirs:
+            parquet = [d for s in taken if s.format == PARQUET for d in s.dirs]
+            arrow = [d for s in taken if s.format == ARROW for d in s.dirs]
+            if not parquet and not arrow:
                 if not reader.schema:
                     return GateRead(None, 0, 0, "")
                 return GateRead(spark.createDataFrame([], schema=reader.schema), 0, 0, reader.schema)
-            return GateRead(spark.read.schema(reader.schema).parquet(*dirs), rows, size, reader.schema)
+            frames = ([spark.read.schema(reader.schema).parquet(*parquet)] if parquet else []) + (
+                [read_arrow_segments(spark, arrow, reader.schema)] if arrow else [])
+            df = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+            return GateRead(df, rows, size, reader.schema)
 
         tc = translate_chain(spark, chain, vertex_name=tdd.vertex_name, source_splits=splits,
                              read_gate=read_gate, timed=timed)
         self.stats.epochs += 1
         self.stats.records_in += tc.records_in
         self.stats.bytes_in += tc.bytes_in
-        written = self._write_outputs(chain, tc, writers, schemas)
+        written = self._write_outputs(chain, tc, writers, schemas, fmt)
         self._write_sinks(tc, committables, collected)
         timed.end_epoch()  # what the watermark assigners saw in this epoch's rows
         watermark = timed.output_watermark(ended)
         for i, loc in written:
             writers[i].commit(loc.rows_per_subpartition, loc.bytes_per_subpartition,
-                              schema=loc.schema, end=ended, watermark=watermark)
+                              schema=loc.schema, end=ended, watermark=watermark, format=fmt)
         if ended:
             done = {i for i, _ in written}
             self._commit_end([w for i, w in enumerate(writers) if i not in done],
@@ -259,9 +286,10 @@ class SparkStreamingTask(SparkStreamTask):
                     w.commit(schema=schemas[i], watermark=watermark)
 
     def _write_outputs(self, chain: OperatorChain, tc: TranslatedChain,
-                       writers: list[PipelinedPartitionWriter],
-                       schemas: list[str]) -> list[tuple[int, PartitionLocation]]:
-        """Write every output's segment (committed by the caller): (writer index, location)."""
+                       writers: list[PipelinedPartitionWriter], schemas: list[str],
+                       fmt: str) -> list[tuple[int, PartitionLocation]]:
+        """Write every output's segment in format ``fmt`` (committed by the caller):
+        (writer index, location)."""
         tdd = self._tdd
         written = []
         for out_index, node_index in sorted(tc.outputs):
@@ -270,8 +298,9 @@ class SparkStreamingTask(SparkStreamTask):
             i = tdd.produced_partitions.index(rpdd)
             writer = writers[i]
             uri = writer.segment_uri()
-            loc = self._run(functools.partial(write_partition, tc.frames[node_index], rpdd, output,
-                                              uri, tdd.attempt_id))
+            write = write_arrow_segment if fmt == ARROW else write_partition
+            loc = self._run(functools.partial(write, tc.frames[node_index], rpdd, output, uri,
+                                              tdd.attempt_id))
             schemas[i] = schemas[i] or loc.schema
             self.stats.records_out += sum(loc.rows_per_subpartition)
             self.stats.bytes_out += sum(loc.bytes_per_subpartition)
@@ -300,7 +329,7 @@ class SparkStreamingTask(SparkStreamTask):
 
 def _ipc(tables: list[pa.Table]) -> bytes:
     """The collected tables as one Arrow IPC stream (what ``CollectSink`` accumulates)."""
-    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
     buf = io.BytesIO()
     with pa.ipc.new_stream(buf, table.schema) as writer:
         writer.write_table(table)

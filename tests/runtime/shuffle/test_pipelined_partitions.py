@@ -153,9 +153,11 @@ def test_a_task_watermark_spans_its_gates_so_an_idle_gate_does_not_hold_it_back(
 
 
 def test_commit_records_round_trip_and_job_partitions_are_released(tmp_path: Path) -> None:
-    record = SegmentCommit(3, (1, 0), (10, 0), "v bigint", end=True, watermark=5)
+    record = SegmentCommit(3, (1, 0), (10, 0), "v bigint", end=True, watermark=5, format="arrow")
     assert SegmentCommit.from_json(record.to_json()) == record
     uri = pipelined_partition_uri(str(tmp_path), "job1", "ds", "a")
+    with pytest.raises(ValueError, match="unknown segment format 'orc'"):
+        PipelinedPartitionWriter(uri, 1, 1, 1).commit(format="orc")
     PipelinedPartitionWriter(uri, 1, 1, 1).commit()
     assert (tmp_path / "job1" / "pipelined").exists()
     release_job_partitions(str(tmp_path), "job1")
