@@ -454,31 +454,35 @@ class DataStream(_OperatorSettings):
         return self.sink_to(PrintSink(prefix))
 
     def execute_and_collect(self, limit: int | None = None, *,
-                            job_execution_name: str | None = None) -> list[Any]:
+                            job_execution_name: str | None = None) -> Any:
         """Run the job with a collect sink on this stream and return its rows (``pyspark.sql.Row``).
 
-        Rows of the collect sink's subtasks are concatenated in subtask order; ``limit`` keeps the
-        first ``limit`` rows (a limit operator is added so less data travels).
+        BATCH: a list, once the job finished; the subtasks' rows concatenated in subtask order;
+        ``limit`` keeps the first ``limit`` rows (a limit operator is added so less data travels).
+        STREAMING: a ``flintlock.client.collect.CollectResultIterator`` (Flink's
+        ``CloseableIterator``) yielding rows as they are produced; closing it (or reaching
+        ``limit``) cancels the job if it still runs: ``with s.execute_and_collect() as rows:``.
         """
         from flintlock.connectors.sinks import CollectSink
+        from flintlock.runtime.jobgraph.types import JobType
 
-        stream = self if limit is None else self.limit(limit)
         uid = f"collect-sink-{uuid.uuid4().hex[:16]}"
+        name = job_execution_name or "DataStream Collect"
+        if self._env.job_type() is JobType.STREAMING:
+            from flintlock.client.collect import CollectResultIterator
+
+            self.sink_to(CollectSink(uid)).uid(uid).name("Sink: Collect")
+            return CollectResultIterator(self._env.execute_async(name), uid, limit)
+        stream = self if limit is None else self.limit(limit)
         stream.sink_to(CollectSink(uid)).uid(uid).name("Sink: Collect")
-        result = self._env.execute(job_execution_name or "DataStream Collect")
+        result = self._env.execute(name)
         accumulators = getattr(result, "accumulators", None)
         if accumulators is None:
             accumulators = result.get_all_accumulator_results()
+        from flintlock.client.collect import collected_payloads
+
         rows = table_to_rows(ipc_to_table(collected_payloads(accumulators, uid)))
         return rows if limit is None else rows[:limit]
-
-
-def collected_payloads(accumulators: Any, uid: str) -> list[bytes]:
-    """The Arrow IPC payloads of collect sink ``uid`` (``collect-<uid>/<subtask>``), by subtask."""
-    prefix = f"collect-{uid}/"
-    found = [(int(k[len(prefix):]), v) for k, v in dict(accumulators).items()
-             if isinstance(k, str) and k.startswith(prefix) and v]
-    return [bytes(v) for _, v in sorted(found)]
 
 
 def _flatten(args: tuple[Any, ...]) -> tuple[Any, ...]:

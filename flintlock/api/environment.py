@@ -277,8 +277,7 @@ class StreamExecutionEnvironment:
                 STREAMING mode does not run yet, or an invalid program.
         """
         conf = self.get_configuration()
-        job_type = resolve_job_type(str(conf.get(RUNTIME_MODE)),
-                                    all_sources_bounded=not unbounded_sources(self._sinks))
+        job_type = self.job_type(conf)
         default_name = (DEFAULT_BATCH_JOB_NAME if job_type is JobType.BATCH
                         else DEFAULT_STREAMING_JOB_NAME)
         name = job_name or conf.get(PIPELINE_NAME) or default_name
@@ -293,6 +292,17 @@ class StreamExecutionEnvironment:
             configuration=conf.to_dict(),
         )
         return generate_stream_graph(self._sinks, settings)
+
+    def job_type(self, conf: Configuration | None = None) -> JobType:
+        """BATCH or STREAMING for the sinks added so far (``execution.runtime-mode``; AUTOMATIC:
+        STREAMING when a source is unbounded).
+
+        Raises:
+            InvalidProgramException: BATCH with an unbounded source.
+        """
+        conf = conf or self.get_configuration()
+        return resolve_job_type(str(conf.get(RUNTIME_MODE)),
+                                all_sources_bounded=not unbounded_sources(self._sinks))
 
     def get_execution_plan(self) -> str:
         """Flink's StreamGraph plan JSON (``{"nodes": [...]}``) of the program so far."""

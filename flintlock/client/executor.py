@@ -185,5 +185,9 @@ class MiniClusterJobClient(PollingJobClient):
     def cancel(self) -> None:
         self._loop.run(self._cluster.dispatcher_gateway.cancel_job(self._job_id))
 
+    def send_coordination_request(self, operator_id: str, request: dict[str, Any]) -> dict[str, Any]:
+        return self._loop.run(self._cluster.dispatcher_gateway.deliver_coordination_request(
+            self._job_id, operator_id, request))
+
     def _result(self) -> JobResult | None:
         return self._loop.run(self._cluster.dispatcher_gateway.request_job_result(self._job_id))

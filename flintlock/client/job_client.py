@@ -115,6 +115,11 @@ class JobClient(Protocol):
         """Request cancellation; returns once the cluster acknowledged it."""
         ...
 
+    def send_coordination_request(self, operator_id: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Ask the coordinator of operator ``operator_id`` (Flink ``CoordinationRequestGateway``;
+        flintlock has one: a STREAMING job's collect sink, see ``collect_coordinator``)."""
+        ...
+
     def get_job_execution_result(self, timeout_s: float | None = None) -> JobExecutionResult:
         """Wait for the job to end.
 

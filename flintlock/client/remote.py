@@ -232,5 +232,8 @@ class RemoteJobClient(PollingJobClient):
     def cancel(self) -> None:
         self._client.cancel(self._job_id)
 
+    def send_coordination_request(self, operator_id: str, request: dict[str, Any]) -> dict[str, Any]:
+        return self._client.coordination_request(self._job_id, operator_id, request)
+
     def _result(self) -> JobResult | None:
         return self._client.job_result(self._job_id)

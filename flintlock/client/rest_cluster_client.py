@@ -151,6 +151,14 @@ class RestClusterClient:
                              params={"get": ",".join(names), "agg": agg})
         return {m["id"]: {k: float(v) for k, v in m.items() if k != "id"} for m in body}
 
+    def coordination_request(self, job_id: JobID | str, operator_id: str,
+                             request: dict[str, Any]) -> dict[str, Any]:
+        """``POST /jobs/:jobid/coordinators/:operatorid`` (a STREAMING job's collect results;
+        needs the cluster secret)."""
+        headers = {"Authorization": f"Bearer {self._secret}"} if self._secret else {}
+        return self._request("POST", f"/jobs/{job_id}/coordinators/{operator_id}",
+                             json=request, headers=headers)
+
     def job_status(self, job_id: JobID | str) -> str:
         return str(self._request("GET", f"/jobs/{job_id}/status")["status"])
 

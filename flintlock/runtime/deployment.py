@@ -111,6 +111,9 @@ class TaskDeploymentDescriptor:
         source_splits: the splits assigned to this subtask (source vertices only).
         job_configuration: the effective configuration of the job (Flink keys -> strings).
         state_uri: where this attempt keeps its operators' state tables (STREAMING jobs; "").
+        collect_root: where collect sinks of a STREAMING job write their rows for the
+            JobManager's collect coordinator (``pipelined.collect_partition_uri``; "" in BATCH,
+            whose collect sinks return their rows as accumulators).
     """
 
     job_id: JobID
@@ -127,6 +130,7 @@ class TaskDeploymentDescriptor:
     source_splits: tuple[Any, ...] = ()
     job_configuration: Mapping[str, str] = field(default_factory=dict)
     state_uri: str = ""
+    collect_root: str = ""
 
     @property
     def subtask_index(self) -> int:

@@ -127,3 +127,27 @@ def test_run_without_target_submits_to_the_running_cluster(cluster: dict[str, ob
     assert "on a local cluster in this process" in local, local
     assert "FINISHED" in local
     assert len(job_names()) == len(after)  # nothing reached the session cluster
+
+
+def test_a_streaming_program_collects_rows_live_from_the_cluster(cluster: dict[str, object],
+                                                                 tmp_path: Path) -> None:
+    """``execute_and_collect`` on an unbounded job goes through REST's coordinators endpoint
+    (with the cluster secret); leaving the ``with`` block cancels the job on the cluster."""
+    prog = tmp_path / "live.py"
+    prog.write_text(
+        "from flintlock import RuntimeExecutionMode, StreamExecutionEnvironment\n"
+        "from flintlock.connectors import DataGeneratorSource, RateLimiterStrategy\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "env.set_parallelism(2).set_runtime_mode(RuntimeExecutionMode.STREAMING)\n"
+        "source = DataGeneratorSource(lambda i: (i,), None, RateLimiterStrategy.per_second(200),\n"
+        "                             'id long')\n"
+        "with env.from_source(source).rebalance().execute_and_collect() as rows:\n"
+        "    print('JOB', rows.job_id, flush=True)\n"
+        "    got = [next(rows).id for _ in range(30)]\n"
+        "    print('STATUS', rows.job_client.get_job_status().name, flush=True)\n"
+        "print('RESULT', len(set(got)))\n")
+    proc = _run(cluster, str(prog))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "STATUS RUNNING" in proc.stdout and "RESULT 30" in proc.stdout, proc.stdout
+    job_id = proc.stdout.split("JOB ", 1)[1].split()[0]
+    wait_for_job_state(cluster, job_id, "CANCELED", 30)

@@ -12,14 +12,16 @@ report termination through a callback posted to the Dispatcher's mailbox), so ca
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flintlock.config import Configuration
+from flintlock.config import Configuration, options
 from flintlock.runtime.clock import Clock
+from flintlock.runtime.dispatcher.collect_coordinator import CollectCoordinator
 from flintlock.runtime.dispatcher.exceptions import (
     DuplicateJobSubmissionException,
     FlinkJobNotFoundException,
@@ -34,7 +36,7 @@ from flintlock.runtime.executiongraph.archived import (
 )
 from flintlock.runtime.ids import JobID, ResourceID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
-from flintlock.runtime.jobgraph.types import JobStatus
+from flintlock.runtime.jobgraph.types import JobStatus, JobType
 from flintlock.runtime.jobmaster.gateway import JobMasterGateway
 from flintlock.runtime.logs.files import LogChunk, LogInfo
 from flintlock.runtime.metrics.task_manager_metrics import TaskManagerMetricsSnapshot
@@ -46,11 +48,16 @@ from flintlock.runtime.resourcemanager.gateway import (
 from flintlock.runtime.rpc.endpoint import RpcEndpoint
 from flintlock.runtime.rpc.messages import ACK, Acknowledge
 from flintlock.runtime.rpc.service import RpcService
+from flintlock.runtime.shuffle.layout import release_partitions
+from flintlock.runtime.shuffle.pipelined import collect_root, default_pipelined_root
 from flintlock.runtime.taskmanager.task_execution_state import SerializedError
 
-__all__ = ["Dispatcher", "JobManagerRunner"]
+__all__ = ["COLLECT_RETENTION_S", "Dispatcher", "JobManagerRunner"]
 
 log = logging.getLogger(__name__)
+
+#: how long a terminal job's unread collect results wait for their client (seconds)
+COLLECT_RETENTION_S = 300.0
 
 JobMasterFactory = Callable[..., Any]
 
@@ -118,6 +125,8 @@ class Dispatcher(RpcEndpoint):
         self._completed: OrderedDict[JobID, tuple[ArchivedExecutionGraph, JobResult]] = OrderedDict()
         #: JobMasters of finished jobs that are still stopping (awaited in ``on_stop``)
         self._stopping: dict[JobID, Any] = {}
+        #: collect coordinators of STREAMING jobs' ``execute_and_collect`` by (job, sink uid)
+        self._collect: dict[tuple[JobID, str], CollectCoordinator] = {}
         rpc_service.register(self)
 
     # ---- submission ------------------------------------------------------------------------------
@@ -181,6 +190,9 @@ class Dispatcher(RpcEndpoint):
             self._completed.popitem(last=False)
         log.info("Job %s (%s) reached terminal state %s.", archived.job_id, archived.name,
                  archived.state.name)
+        if archived.job_type is JobType.STREAMING:
+            self.schedule(COLLECT_RETENTION_S, self._release_collect, archived.job_id,
+                          self._collect_root(archived.job_id, archived.configuration))
         if runner is not None and runner.start_error is None:
             job_id = archived.job_id
             self._stopping[job_id] = runner.job_master
@@ -275,6 +287,58 @@ class Dispatcher(RpcEndpoint):
     async def request_task_manager_metrics(self, resource_id: ResourceID) -> TaskManagerMetricsSnapshot:
         rm = await self._rpc.connect(self._rm_address, ResourceManagerGateway)
         return await rm.request_task_manager_metrics(resource_id)
+
+    # ---- execute_and_collect of STREAMING jobs ----------------------------------------------------
+
+    async def deliver_coordination_request(self, job_id: JobID, operator_id: str,
+                                           request: dict[str, Any]) -> dict[str, Any]:
+        """Answer a collect client (Flink ``DispatcherGateway.deliverCoordinationRequestToCoordinator``
+        for the ``CollectSinkOperatorCoordinator``).
+
+        Args:
+            operator_id: the collect sink's uid.
+            request: ``{"offset": n}``, the batches the client received so far.
+
+        Returns:
+            ``CollectResponse.to_json()`` plus ``"jobStatus"``.
+
+        Raises:
+            FlinkJobNotFoundException: no such job.
+            ValueError: a malformed request or an offset outside what was handed out.
+        """
+        offset = request.get("offset") if isinstance(request, dict) else None
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise ValueError(f"a collect request needs {{'offset': <int >= 0>}}, got {request!r}")
+        if not operator_id or "/" in operator_id or operator_id.startswith("."):
+            raise ValueError(f"invalid collect sink id {operator_id!r}")
+        entry = self._lookup(job_id)
+        if isinstance(entry, tuple):
+            status, configuration = entry[0].state, entry[0].configuration
+        else:
+            status = await self.request_job_status(job_id)
+            configuration = entry.job_graph.configuration
+        key = (job_id, operator_id)
+        coordinator = self._collect.get(key)
+        if coordinator is None:
+            coordinator = self._collect[key] = CollectCoordinator(
+                f"{self._collect_root(job_id, configuration)}/{operator_id}")
+        response = await asyncio.to_thread(coordinator.fetch, offset,
+                                           status is JobStatus.FINISHED)
+        if response.end and offset == response.offset + len(response.batches):
+            self._collect.pop(key, None)  # the client has everything
+            await asyncio.to_thread(coordinator.release)
+        return {**response.to_json(), "jobStatus": status.name}
+
+    def _collect_root(self, job_id: JobID, job_configuration: Any) -> str:
+        """Where the job's collect sinks write (the JobMaster's PIPELINED root, same process)."""
+        conf = self._configuration.copy().add_all(dict(job_configuration))
+        return collect_root(conf.get(options.SHUFFLE_DIR) or default_pipelined_root(), job_id)
+
+    def _release_collect(self, job_id: JobID, root: str) -> None:
+        """Drop a terminal job's collect coordinators and the results nobody fetched."""
+        for key in [k for k in self._collect if k[0] == job_id]:
+            del self._collect[key]
+        self.run_async(asyncio.to_thread(release_partitions, [root]))
 
     async def shutdown_cluster(self) -> Acknowledge:
         if self._on_shutdown_requested is not None:

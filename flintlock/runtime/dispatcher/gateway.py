@@ -6,7 +6,7 @@ Follows Flink ``runtime/dispatcher/DispatcherGateway`` and ``RestfulGateway``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph, JobDetails, JobResult
 from flintlock.runtime.ids import JobID, ResourceID
@@ -62,6 +62,13 @@ class DispatcherGateway(Protocol):
 
     async def cancel_job(self, job_id: JobID) -> Acknowledge:
         """Cancel a job. Idempotent on terminal jobs; unknown id -> ``FlinkJobNotFoundException``."""
+        ...
+
+    async def deliver_coordination_request(self, job_id: JobID, operator_id: str,
+                                           request: dict[str, Any]) -> dict[str, Any]:
+        """A collect client's request to the collect coordinator of sink ``operator_id``
+        (``{"offset": n}`` -> ``CollectResponse`` JSON plus ``jobStatus``); see
+        ``collect_coordinator``."""
         ...
 
     async def request_cluster_overview(self) -> ClusterOverview:

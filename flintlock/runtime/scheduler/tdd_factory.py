@@ -24,7 +24,7 @@ from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
 from flintlock.runtime.executiongraph.execution_vertex import ExecutionVertex
 from flintlock.runtime.executiongraph.intermediate_result import IntermediateResultPartition
 from flintlock.runtime.ids import AllocationID, ExecutionAttemptID, IntermediateResultPartitionID
-from flintlock.runtime.shuffle.pipelined import pipelined_partition_uri, state_uri
+from flintlock.runtime.shuffle.pipelined import collect_root, pipelined_partition_uri, state_uri
 
 __all__ = ["MissingPartitionLocation", "create_task_deployment_descriptor"]
 
@@ -141,6 +141,7 @@ def create_task_deployment_descriptor(
         job_configuration=dict(job_configuration if job_configuration is not None else graph.job_graph.configuration),
         state_uri=state_uri(pipelined_root, graph.job_graph.job_id, jv.id, execution.attempt_id)
         if pipelined_root else "",
+        collect_root=collect_root(pipelined_root, graph.job_graph.job_id) if pipelined_root else "",
     )
 
 

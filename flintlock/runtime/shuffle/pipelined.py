@@ -45,6 +45,8 @@ __all__ = [
     "PipelinedPartitionReader",
     "PipelinedPartitionWriter",
     "SegmentCommit",
+    "collect_partition_uri",
+    "collect_root",
     "combined_watermark",
     "default_pipelined_root",
     "pipelined_partition_uri",
@@ -82,6 +84,18 @@ def release_job_partitions(root: str, job_id: object) -> None:
     terminal state)."""
     release_partitions([f"{root.rstrip('/')}/{job_id}/pipelined",
                         f"{root.rstrip('/')}/{job_id}/state"])
+
+
+def collect_root(root: str, job_id: object) -> str:
+    """The directory of a STREAMING job's collect sink partitions: ``<root>/<job>/collect``."""
+    return f"{root.rstrip('/')}/{job_id}/collect"
+
+
+def collect_partition_uri(collect_root_uri: str, sink_uid: str, subtask: int, attempt: int) -> str:
+    """The PIPELINED partition (one subpartition, one consumer: the JobManager's collect
+    coordinator) of one collect sink subtask attempt:
+    ``<collect root>/<sink uid>/<subtask>/<attempt number>``."""
+    return f"{collect_root_uri.rstrip('/')}/{sink_uid}/{subtask}/{attempt}"
 
 
 def state_uri(root: str, job_id: object, vertex_id: object, attempt_id: object) -> str:

@@ -37,7 +37,7 @@ from flintlock.runtime.shuffle.pipelined import ARROW_SUFFIX
 from flintlock.runtime.spark.partitions import subpartition_column
 from flintlock.runtime.spark.schema import struct_to_ddl
 
-__all__ = ["arrow_ddl", "read_arrow_segments", "split_by_route",
+__all__ = ["arrow_ddl", "read_arrow_segments", "split_by_route", "write_arrow_file",
            "write_arrow_segment"]
 
 _ROUTE = "__flintlock_route__"
@@ -104,21 +104,27 @@ def write_arrow_segment(df: Any, rpdd: ResultPartitionDeploymentDescriptor, outp
                        .alias(_ROUTE))
     table = df.toArrow()
     parts = split_by_route(table, _ROUTE, n)
-    fs, path = filesystem_and_path(uri)
-    fs.create_dir(path, recursive=True)
     rows, sizes = [], []
     for k, part in enumerate(parts):
         rows.append(part.num_rows)
         sizes.append(part.nbytes if part.num_rows else 0)
         if part.num_rows:
-            with fs.open_output_stream(f"{path}/sp={k}{ARROW_SUFFIX}") as out, \
-                    pa.ipc.new_file(out, part.schema) as writer:
-                writer.write_table(part)
+            write_arrow_file(part, f"{uri.rstrip('/')}/sp={k}{ARROW_SUFFIX}")
     return PartitionLocation(
         partition_id=rpdd.partition_id, producer_attempt=attempt_id, uri=uri,
         rows_per_subpartition=tuple(rows), bytes_per_subpartition=tuple(sizes),
         schema=arrow_ddl(parts[0].schema),
     )
+
+
+def write_arrow_file(table: pa.Table, uri: str) -> tuple[int, int]:
+    """Write ``table`` as one Arrow IPC file at ``uri`` (parent directories created); returns
+    (rows, Arrow bytes)."""
+    fs, path = filesystem_and_path(uri)
+    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    with fs.open_output_stream(path) as out, pa.ipc.new_file(out, table.schema) as writer:
+        writer.write_table(table)
+    return table.num_rows, table.nbytes
 
 
 def read_arrow_segments(spark: Any, paths: Sequence[str], schema: str) -> Any:

@@ -16,7 +16,10 @@ The loop (ARCHITECTURE section 4b, "a streaming subtask = a loop of epochs"):
    below ``taskmanager.network.pipelined.arrow-segment-threshold`` collects each output with one
    Spark job and writes Arrow IPC files (``arrow_segments``); a larger one (or one of unknown
    size: a bounded source's splits) runs a Spark Parquet write (``partitions.write_partition``).
-   Consumers read either format. Sinks append (FileSink
+   Consumers read either format. A collect sink (``execute_and_collect``) writes each epoch's
+   rows as the next Arrow segment of its own PIPELINED partition, read by the JobManager's
+   collect coordinator (``dispatcher.collect_coordinator``) while the job runs; its credits
+   back-pressure the job when the client does not read. Other sinks append (FileSink
    part files stay in the attempt's temporary directory until the JobMaster commits them when the
    job finishes; print sinks print at once).
 4. Acknowledge the consumed input segments (after the output was committed).
@@ -43,7 +46,7 @@ import pyarrow as pa
 from flintlock.config import options
 from flintlock.connectors.sinks import CollectSink
 from flintlock.runtime.deployment import PartitionLocation
-from flintlock.runtime.operators.specs import OperatorChain, SourceSpec
+from flintlock.runtime.operators.specs import OperatorChain, SinkSpec, SourceSpec
 from flintlock.runtime.shuffle.pipelined import (
     ARROW,
     MAX_WATERMARK,
@@ -51,9 +54,14 @@ from flintlock.runtime.shuffle.pipelined import (
     PipelinedPartitionReader,
     PipelinedPartitionWriter,
     ReadableSegment,
+    collect_partition_uri,
     combined_watermark,
 )
-from flintlock.runtime.spark.arrow_segments import read_arrow_segments, write_arrow_segment
+from flintlock.runtime.spark.arrow_segments import (
+    read_arrow_segments,
+    write_arrow_file,
+    write_arrow_segment,
+)
 from flintlock.runtime.spark.chain_translator import TranslatedChain, translate_chain
 from flintlock.runtime.spark.connector_io import write_sink
 from flintlock.runtime.spark.epoch_sources import (
@@ -117,6 +125,7 @@ class SparkStreamingTask(SparkStreamTask):
         super().__init__(*args, **kwargs)
         self.stats = StreamingTaskStats()
         self._epoch_source: EpochSource | None = None
+        self._collect_writers: dict[str, PipelinedPartitionWriter] = {}
 
     def _invoke(self) -> TaskResult:
         self._check_cancelled()
@@ -145,6 +154,13 @@ class SparkStreamingTask(SparkStreamTask):
         arrow_threshold = _setting(conf, options.ARROW_SEGMENT_THRESHOLD)
         writers = [PipelinedPartitionWriter(r.uri, r.number_of_subpartitions, r.number_of_consumers,
                                             backlog) for r in tdd.produced_partitions]
+        # live collect sinks: one partition each, consumed by the JobManager's collect coordinator
+        self._collect_writers = {
+            node.spec.sink.uid: PipelinedPartitionWriter(
+                collect_partition_uri(tdd.collect_root, node.spec.sink.uid, tdd.subtask_index,
+                                      tdd.attempt_id.attempt_number), 1, 1, backlog)
+            for node in chain.nodes if tdd.collect_root and isinstance(node.spec, SinkSpec)
+            and isinstance(node.spec.sink, CollectSink)}
         readers = [PipelinedPartitionReader([loc.uri for loc in g.partitions], tdd.subtask_index,
                                             g.subpartition_start, g.subpartition_end)
                    for g in tdd.input_gates]
@@ -163,7 +179,7 @@ class SparkStreamingTask(SparkStreamTask):
         timed.prepare(chain)
         sent: tuple[int | None, bool] = (None, False)  # the last (watermark, idle) committed
         while True:
-            self._wait_for_credit(writers)
+            self._wait_for_credit([*writers, *self._collect_writers.values()])
             started = time.perf_counter()
             now_ms = int(time.time() * 1000)
             if source is not None:
@@ -199,6 +215,10 @@ class SparkStreamingTask(SparkStreamTask):
                         w.commit(schema=schema, watermark=mark[0], idle=mark[1])
                     sent = mark
                     self.stats.output_watermark = mark[0]
+            if ended:
+                for w in self._collect_writers.values():
+                    if not w.ended:
+                        w.commit(end=True)
             for reader, taken in zip(readers, segments, strict=False):
                 if taken:
                     reader.acknowledge()
@@ -314,8 +334,13 @@ class SparkStreamingTask(SparkStreamTask):
             df = tc.frames[node_index]
             if isinstance(sink, CollectSink):
                 table = self._run(df.toArrow)
-                collected.setdefault(sink.accumulator_name(tdd.subtask_index), []).append(table)
                 self.stats.records_out += table.num_rows
+                writer = self._collect_writers.get(sink.uid)
+                if writer is None:  # no collect coordinator (a test harness): an accumulator
+                    collected.setdefault(sink.accumulator_name(tdd.subtask_index), []).append(table)
+                elif table.num_rows:
+                    rows, size = write_arrow_file(table, f"{writer.segment_uri()}/sp=0.arrow")
+                    writer.commit((rows,), (size,), format=ARROW)
                 continue
             committable, _, rows = write_sink(
                 df, sink, job_id=str(tdd.job_id), attempt=self._tag,

@@ -1,4 +1,5 @@
-"""Streaming vertex handlers: ``/jobs/:jobid/vertices/:vid/backpressure`` and ``/watermarks``.
+"""Streaming handlers: ``/jobs/:jobid/vertices/:vid/backpressure`` and ``/watermarks``, and the
+collect client's ``POST /jobs/:jobid/coordinators/:operatorid``.
 
 Shapes (Flink ``JobVertexBackPressureInfo`` and ``MetricCollectionResponseBody``):
 
@@ -10,15 +11,29 @@ Shapes (Flink ``JobVertexBackPressureInfo`` and ``MetricCollectionResponseBody``
   subtask's (Flink ``JobVertexBackPressureHandler``).
 - watermarks: ``[{"id": "<subtask>.currentInputWatermark", "value": "<ms>"}]`` per subtask,
   ``Long.MIN_VALUE`` before the first watermark (Flink ``JobVertexWatermarksHandler``).
+- coordinators (Flink ``ClientCoordinationHandler``, used by ``execute_and_collect`` on a
+  STREAMING job): request ``{"offset": n}`` (batches received so far); response ``{"offset": k,
+  "batches": [base64 Arrow IPC file, ...], "end": bool, "failure": str, "jobStatus": str}``.
+  Flink wraps a serialized Java request/response in ``serializedCoordinationRequest`` /
+  ``serializedCoordinationResult``; flintlock's are JSON (nothing is unpickled). The rows are the
+  job's data, so the request needs ``Authorization: Bearer <security.cluster.secret>`` as a job
+  submission does (401). 400 for a malformed request or an offset outside what was handed out,
+  404 for an unknown job.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from fastapi import Request
+from pydantic import BaseModel, Field
+
+from flintlock.runtime.ids import JobID
 from flintlock.runtime.metrics.live_task_metrics import MIN_WATERMARK_METRIC, backpressure_level
+from flintlock.runtime.rest.errors import RestHandlerException
+from flintlock.runtime.rest.handlers.submit import authenticate
 from flintlock.runtime.rest.handlers.vertices import find_vertex
-from flintlock.runtime.rest.routing import Ctx, new_router
+from flintlock.runtime.rest.routing import Ctx, new_router, parse_id
 
 __all__ = ["router"]
 
@@ -57,3 +72,22 @@ async def vertex_watermarks(jobid: str, vertexid: str, ctx: Ctx) -> list[dict[st
             else MIN_WATERMARK_METRIC
         out.append({"id": f"{e.subtask_index}.currentInputWatermark", "value": str(mark)})
     return out
+
+
+class CoordinationRequest(BaseModel):
+    """A collect client's request: how many result batches it has received."""
+
+    offset: int = Field(ge=0, description="batches received so far")
+
+
+@router.post("/jobs/{jobid}/coordinators/{operatorid}", tags=["jobs"],
+             summary="Fetch the next results of a STREAMING job's collect sink.")
+async def coordination_request(jobid: str, operatorid: str, body: CoordinationRequest,
+                               request: Request, ctx: Ctx) -> dict[str, Any]:
+    authenticate(request, ctx.secret, "Fetching a job's collected rows")
+    job_id = parse_id(JobID, "jobid", jobid)
+    try:
+        return await ctx.dispatcher.deliver_coordination_request(
+            job_id, operatorid, {"offset": body.offset})
+    except ValueError as exc:
+        raise RestHandlerException(400, f"Bad request: {exc}") from None

@@ -59,18 +59,19 @@ _OPENAPI_BODY = {
 }
 
 
-def _authenticate(request: Request, secret: str | None) -> None:
+def authenticate(request: Request, secret: str | None, action: str = "Job submission") -> None:
+    """Require ``Authorization: Bearer <security.cluster.secret>`` (401 naming ``action``)."""
     challenge = {"WWW-Authenticate": 'Bearer realm="flintlock"'}
     if secret is None:
         raise RestHandlerException(
-            401, "Job submission is disabled: the cluster has no security.cluster.secret.",
+            401, f"{action} is disabled: the cluster has no security.cluster.secret.",
             challenge)
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(
         token.strip().encode("utf-8"), secret.encode("utf-8")
     ):
         raise RestHandlerException(
-            401, "Job submission requires the header 'Authorization: Bearer <cluster secret>' "
+            401, f"{action} requires the header 'Authorization: Bearer <cluster secret>' "
                  "with the cluster's security.cluster.secret.", challenge)
 
 
@@ -99,7 +100,7 @@ async def _read_body(request: Request, limit: int) -> bytes:
 @router.post("/jobs", status_code=202, tags=["jobs"], openapi_extra=_OPENAPI_BODY,
              summary="Submits a job (multipart: request JSON + job.graph; needs the secret).")
 async def submit_job(request: Request, ctx: Ctx) -> dict[str, Any]:
-    _authenticate(request, ctx.secret)
+    authenticate(request, ctx.secret)
     try:
         boundary = boundary_of(request.headers.get("content-type"))
     except MultipartError as exc:
