@@ -1,20 +1,33 @@
-"""``python -m benchmarks.streaming``: throughput, latency and memory of a streaming pipeline,
-flintlock against Spark Structured Streaming on the same input and cores, in one run.
+"""``python -m benchmarks.streaming``: throughput, latency and memory of streaming pipelines,
+flintlock against Spark Structured Streaming and PyFlink on the same input and cores, in one run.
 
-    python -m benchmarks.streaming [--seconds 60] [--rate 10000] [--max-rate 100000]
-                                   [--warmup 10] [--out benchmarks/results/streaming-<time>.json]
+    python -m benchmarks.streaming [--seconds 60] [--max-seconds S] [--rate 10000]
+        [--max-rate 100000] [--warmup 10] [--systems flintlock,structured-streaming,pyflink]
+        [--workloads events,flights] [--data data] [--out benchmarks/results/streaming-<time>.json]
 
-Per system (``benchmarks.streaming.programs``; run one after the other on an idle machine):
+Workloads (``benchmarks.streaming.programs``, ``pyflink_programs``; every system at parallelism 2
+on this machine's cores, one run after the other, on an idle machine):
+
+- ``events``: events ``(id, word, created_ms)`` -> ``upper(word)`` -> repartitioned by word ->
+  files; one latency per event;
+- ``flights``: nycflights13 replayed in scheduled-departure order (``benchmarks.streaming.flights``)
+  -> 1-hour tumbling event-time windows per origin airport (departures, mean delay) -> files; one
+  latency per window result (from the last event of the window), checked against the batch answer.
+
+Per system and workload:
 
 - sustained: ``--rate`` events/s for ``--seconds``: achieved throughput (events written / time
   from the first event created to the last file written), latency p50 / p99 (file write time -
-  event creation time, over the events created after the first ``--warmup`` seconds: both
-  systems start cold JVMs and Python workers, whose first seconds say nothing about steady
-  state), and the peak RSS of the process tree sampled every second (the series
-  is kept, to see growth over the run);
-- max: ``--max-rate`` events/s offered for ``--seconds``: the throughput reached.
+  event creation time, over what was created after the first ``--warmup`` seconds: every system
+  starts cold JVMs and Python workers, whose first seconds say nothing about steady state), the
+  RSS of the process tree sampled every second (the series is kept) with each process's peak,
+  and the RSS growth over the run's second half (MiB/min; the memory target is a 10-minute run,
+  ``--seconds 600 --max-seconds 60``);
+- max: ``--max-rate`` events/s offered for ``--max-seconds`` (default ``--seconds``): the
+  throughput reached.
 
-The JSON holds every figure; the ratios (flintlock / Structured Streaming) are printed.
+The JSON holds every figure; the ratios to Structured Streaming are printed, and
+``python -m benchmarks.streaming.report`` renders them.
 """
 
 from __future__ import annotations
@@ -33,101 +46,191 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import pyarrow.parquet as pq
 
-SYSTEMS = ("flintlock", "structured-streaming")
+from benchmarks.streaming.measure import (
+    compare_windows,
+    measure,
+    rss_growth_mib_per_min,
+    window_results,
+)
+
+SYSTEMS = ("flintlock", "structured-streaming", "pyflink")
+WORKLOADS = ("events", "flights")
+#: the output format each system writes (PyFlink's pip package has no Parquet format)
+FORMATS = {"flintlock": "parquet", "structured-streaming": "parquet", "pyflink": "json"}
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _tree_rss(proc: psutil.Process) -> int:
+def _label(proc: psutil.Process) -> str:
+    """A short name for a process: the program, and its main class or module if it has one."""
+    try:
+        cmd = proc.cmdline()
+    except psutil.Error:
+        return "?"
+    name = Path(cmd[0]).name if cmd else proc.name()
+    for i, arg in enumerate(cmd[1:], start=1):
+        if arg == "-m" and i + 1 < len(cmd):
+            return f"{name} -m {cmd[i + 1]}"
+        if arg.startswith("org.apache.") or arg.endswith(".py"):
+            return f"{name} {Path(arg).name if arg.endswith('.py') else arg.rsplit('.', 1)[-1]}"
+    return name
+
+
+def _sample(proc: psutil.Process, peaks: dict[int, dict[str, Any]]) -> int:
+    """The RSS of ``proc`` and its descendants in bytes; updates each process's peak."""
     total = 0
     for p in [proc, *proc.children(recursive=True)]:
         try:
-            total += p.memory_info().rss
+            rss = p.memory_info().rss
         except psutil.Error:
-            pass
+            continue
+        total += rss
+        if p.pid not in peaks:
+            peaks[p.pid] = {"process": _label(p), "peak_rss_bytes": 0}
+        peaks[p.pid]["peak_rss_bytes"] = max(peaks[p.pid]["peak_rss_bytes"], rss)
     return total
 
 
-def _run(system: str, rate: int, seconds: float, work: Path, warmup_s: float) -> dict[str, Any]:
-    out = work / f"{system}-{rate}"
+def _command(system: str, workload: str, out: Path, rate: int, seconds: float,
+             flights_dir: Path, pyflink: Path | None) -> list[str]:
+    args = [str(out), str(rate), str(seconds)]
+    if system == "pyflink":
+        if pyflink is None:
+            raise RuntimeError("pyflink needs its venv's interpreter")
+        return [str(pyflink), str(REPO / "benchmarks" / "streaming" / "pyflink_programs.py"),
+                workload, *args, *([str(flights_dir)] if workload == "flights" else [])]
+    return [sys.executable, "-m", "benchmarks.streaming.programs", system, *args, workload,
+            *([str(flights_dir)] if workload == "flights" else [])]
+
+
+def _run(system: str, rate: int, seconds: float, work: Path, warmup_s: float,
+         workload: str = "events", flights_dir: Path | None = None,
+         pyflink: Path | None = None, check: bool = False) -> dict[str, Any]:
+    """One run of one system: its measured figures, RSS series and (``check``) window check."""
+    out = work / f"{system}-{workload}-{rate}"
     shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(f"{out}-checkpoint", ignore_errors=True)
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    cmd = _command(system, workload, out, rate, seconds, flights_dir or Path(), pyflink)
     started = time.time()
-    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.streaming.programs", system,
-                             str(out), str(rate), str(seconds)], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    ps, rss = psutil.Process(proc.pid), []
-    while proc.poll() is None:
-        rss.append((round(time.time() - started, 1), _tree_rss(ps)))
-        time.sleep(1.0)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{system} failed: {proc.stderr.read()[-3000:] if proc.stderr else ''}")
-    return {**_measure(out, warmup_s), "wall_s": round(time.time() - started, 1), "rss": rss,
-            "peak_rss_bytes": max((r for _, r in rss), default=0)}
+    with tempfile.TemporaryFile("w+") as stderr:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=stderr,
+                                text=True)
+        ps, rss, peaks = psutil.Process(proc.pid), [], {}
+        while proc.poll() is None:
+            rss.append((round(time.time() - started, 1), _sample(ps, peaks)))
+            time.sleep(1.0)
+        if proc.returncode != 0:
+            stderr.seek(0)
+            raise RuntimeError(f"{system} {workload} failed: {stderr.read()[-3000:]}")
+    fmt = FORMATS[system]
+    result = {**measure(out, workload, fmt, warmup_s, commit_times=system == "pyflink"),
+              "wall_s": round(time.time() - started, 1), "rss": rss,
+              "peak_rss_bytes": max((r for _, r in rss), default=0),
+              "rss_growth_mib_per_min": rss_growth_mib_per_min(rss),
+              "processes": sorted(peaks.values(), key=lambda p: -p["peak_rss_bytes"])}
+    if check and workload == "flights" and flights_dir is not None and result["events"]:
+        from benchmarks.streaming.flights import reference_windows
+
+        expected = reference_windows(str(flights_dir), result["events"])
+        result["check"] = compare_windows(window_results(out, fmt), expected)
+    return result
 
 
-def _measure(out: Path, warmup_s: float = 0.0) -> dict[str, Any]:
-    events: list[tuple[float, float]] = []  # (created, latency) in ms
-    first_created, last_written, rows = float("inf"), 0.0, 0
-    for f in out.rglob("*.parquet"):
-        written = f.stat().st_mtime * 1000
-        created = pq.read_table(f, columns=["created_ms"]).column("created_ms").to_pylist()
-        if not created:
+def ratios(systems: dict[str, Any]) -> dict[str, dict[str, float | None]]:
+    """Each system's figures over Structured Streaming's: ``{system: {"max_throughput",
+    "sustained_throughput", "latency_p50", "latency_p99"}}`` (None where either is missing)."""
+
+    def ratio(a: Any, b: Any) -> float | None:
+        return round(a / b, 2) if a and b else None
+
+    base = systems.get("structured-streaming")
+    if not base or "error" in base:
+        return {}
+    result = {}
+    for system, runs in systems.items():
+        if system == "structured-streaming" or "error" in runs:
             continue
-        rows += len(created)
-        events += [(c, written - c) for c in created]
-        first_created = min(first_created, min(created))
-        last_written = max(last_written, written)
-    latencies = sorted(lat for c, lat in events if c >= first_created + warmup_s * 1000)
+        s, m = runs["sustained"], runs["max"]
+        result[system] = {
+            "max_throughput": ratio(m["throughput_per_s"], base["max"]["throughput_per_s"]),
+            "sustained_throughput": ratio(s["throughput_per_s"],
+                                          base["sustained"]["throughput_per_s"]),
+            "latency_p50": ratio(s["latency_p50_s"], base["sustained"]["latency_p50_s"]),
+            "latency_p99": ratio(s["latency_p99_s"], base["sustained"]["latency_p99_s"]),
+        }
+    return result
 
-    def pct(q: float) -> float | None:
-        return round(latencies[min(len(latencies) - 1, int(q * len(latencies)))] / 1000, 3) \
-            if latencies else None
 
-    span_s = (last_written - first_created) / 1000 if rows else None
-    return {"events": rows, "throughput_per_s": round(rows / span_s) if span_s else None,
-            "latency_p50_s": pct(0.50), "latency_p99_s": pct(0.99)}
+def _summary(system: str, s: dict[str, Any], m: dict[str, Any]) -> str:
+    growth = s.get("rss_growth_mib_per_min")
+    return (f"{system}: sustained {s['throughput_per_s']}/s, latency p50 {s['latency_p50_s']} s "
+            f"p99 {s['latency_p99_s']} s, peak RSS {s['peak_rss_bytes'] / 2**20:.0f} MiB "
+            f"(growth {growth} MiB/min); max {m['throughput_per_s']}/s"
+            + (f"; windows agree: {s['check']['agree']}" if "check" in s else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--seconds", type=float, default=60.0)
-    p.add_argument("--rate", type=int, default=10_000)
-    p.add_argument("--max-rate", type=int, default=100_000)
+    p.add_argument("--seconds", type=float, default=60.0, help="length of the sustained run")
+    p.add_argument("--max-seconds", type=float, default=None,
+                   help="length of the max-rate run (default: --seconds)")
+    p.add_argument("--rate", type=int, default=10_000, help="events/s of the sustained run")
+    p.add_argument("--max-rate", type=int, default=100_000, help="events/s offered at most")
     p.add_argument("--warmup", type=float, default=10.0,
                    help="seconds at the start left out of the latency percentiles")
     p.add_argument("--systems", default=",".join(SYSTEMS))
+    p.add_argument("--workloads", default=",".join(WORKLOADS))
+    p.add_argument("--data", default=str(REPO / "data"),
+                   help="the example data (python -m examples.data), for flights")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
+    systems = args.systems.split(",")
+    workloads = args.workloads.split(",")
+    unknown = (set(systems) - set(SYSTEMS)) | (set(workloads) - set(WORKLOADS))
+    if unknown:
+        p.error(f"unknown systems or workloads: {sorted(unknown)}")
+    max_seconds = args.max_seconds or args.seconds
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or REPO / "benchmarks" / "results" / f"streaming-{stamp}.json")
     results: dict[str, Any] = {"host": socket.gethostname(), "cores": os.cpu_count(),
-                               "seconds": args.seconds, "rate": args.rate,
-                               "max_rate": args.max_rate, "warmup_s": args.warmup,
-                               "systems": {}}
+                               "seconds": args.seconds, "max_seconds": max_seconds,
+                               "rate": args.rate, "max_rate": args.max_rate,
+                               "warmup_s": args.warmup, "workloads": {}}
+    flights_dir = None
+    if "flights" in workloads:
+        from examples.flights import flights_path
+
+        flights_dir = (flights_path(args.data) / "flights").resolve()
+    pyflink = None
+    if "pyflink" in systems:
+        from benchmarks.pyflink_env import PyFlinkUnavailable, ensure_pyflink
+
+        try:
+            pyflink = ensure_pyflink()
+        except PyFlinkUnavailable as exc:
+            print(f"pyflink skipped: {exc}", flush=True)
+            results["skipped"] = {"pyflink": str(exc)}
+            systems.remove("pyflink")
     with tempfile.TemporaryDirectory(prefix="flintlock-streaming-bench-") as tmp:
-        for system in args.systems.split(","):
-            sustained = _run(system, args.rate, args.seconds, Path(tmp), args.warmup)
-            maximum = _run(system, args.max_rate, args.seconds, Path(tmp), args.warmup)
-            results["systems"][system] = {"sustained": sustained, "max": maximum}
-            print(f"{system}: sustained {sustained['throughput_per_s']}/s, latency p50 "
-                  f"{sustained['latency_p50_s']} s p99 {sustained['latency_p99_s']} s, peak RSS "
-                  f"{sustained['peak_rss_bytes'] / 2**20:.0f} MiB; max {maximum['throughput_per_s']}/s",
-                  flush=True)
-    systems = results["systems"]
-    if set(SYSTEMS) <= set(systems):
-        f, s = systems["flintlock"], systems["structured-streaming"]
-
-        def ratio(a: Any, b: Any) -> float | None:
-            return round(a / b, 2) if a and b else None
-
-        results["ratios"] = {
-            "max_throughput": ratio(f["max"]["throughput_per_s"], s["max"]["throughput_per_s"]),
-            "latency_p50": ratio(f["sustained"]["latency_p50_s"], s["sustained"]["latency_p50_s"]),
-            "latency_p99": ratio(f["sustained"]["latency_p99_s"], s["sustained"]["latency_p99_s"]),
-        }
-        print("flintlock / Structured Streaming:", results["ratios"])
+        for workload in workloads:
+            done: dict[str, Any] = {}
+            results["workloads"][workload] = {"systems": done}
+            for system in systems:
+                try:
+                    sustained = _run(system, args.rate, args.seconds, Path(tmp), args.warmup,
+                                     workload, flights_dir, pyflink, check=True)
+                    maximum = _run(system, args.max_rate, max_seconds, Path(tmp), args.warmup,
+                                   workload, flights_dir, pyflink)
+                except RuntimeError as exc:  # keep the other systems' figures
+                    print(f"{workload} {system}: {exc}", flush=True)
+                    done[system] = {"error": str(exc)[-3000:]}
+                    continue
+                done[system] = {"sustained": sustained, "max": maximum}
+                print(f"{workload} {_summary(system, sustained, maximum)}", flush=True)
+            results["workloads"][workload]["ratios"] = ratios(done)
+            print(f"{workload}, ratios to Structured Streaming:",
+                  results["workloads"][workload]["ratios"], flush=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1))
     print(f"results: {out}")

