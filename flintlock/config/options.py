@@ -246,7 +246,7 @@ FLOATING_BUFFERS_PER_GATE = option(
     "taskmanager.network.memory.floating-buffers-per-gate", 8, nonneg_int,
     "Extra segments a PIPELINED partition may hold unconsumed (added to buffers-per-channel).")
 ARROW_SEGMENT_THRESHOLD = option(
-    "taskmanager.network.pipelined.arrow-segment-threshold", 64 * 2**20, parse_memory_bytes,
+    "taskmanager.network.pipelined.arrow-segment-threshold", 2**20, parse_memory_bytes,
     "A streaming epoch whose input is estimated below this size (bytes) exchanges its output as "
     "Arrow IPC segments through the TaskManager (one Spark collect, no Spark write job); larger "
     "or unknown inputs write Parquet segments with Spark. 0: always Parquet.")

@@ -118,6 +118,17 @@ def test_a_rate_limited_generator_emits_what_is_due_and_ends_after_its_count() -
     assert epochs.next_epoch(21.0).ended
 
 
+def test_a_generator_catches_up_what_fell_due_while_it_ran_but_only_a_second_of_a_stall() -> None:
+    source = DataGeneratorSource(_gen, None, RateLimiterStrategy.per_second(100), "id long, w string")
+    (split,) = source.enumerate_splits(1)[0]
+    epochs = epoch_source(source, (split,), min_interval_s=0.1)
+    assert epochs.next_epoch(0.0).splits == (GeneratorRange(split, 0, 1),)
+    # stalled 5 s (back pressure, idle): at most one second's worth (Flink's stored permits)
+    assert epochs.next_epoch(5.0).splits == (GeneratorRange(split, 1, 101),)
+    # the last epoch ran 2 s: the 2 s that fell due meanwhile are emitted, not dropped
+    assert epochs.next_epoch(7.0, busy_s=2.0).splits == (GeneratorRange(split, 101, 301),)
+
+
 def test_a_monitored_directory_yields_each_new_file_once_to_one_subtask(tmp_path: Path) -> None:
     source = FileSource.text(str(tmp_path)).monitor_continuously(datetime.timedelta(seconds=1))
     assert not source.bounded and "monitored every 1000 ms" in source.describe()

@@ -7,9 +7,11 @@ there was nothing to read. Pure apart from listing files; no Spark.
 
 - ``DataGeneratorSource``: ``GeneratorRange(split, start, end)`` = positions ``[start, end)`` of
   the subtask's index sequence; rate-limited sources emit what is due since the subtask started
-  (``rows_per_second / parallelism`` per second; after a stall at most one second's worth at
-  once, as Flink's rate limiter), at least ``min_interval_s`` apart (Flink's
+  (``rows_per_second / parallelism`` per second), at least ``min_interval_s`` apart (Flink's
   ``execution.buffer-timeout`` plays this role), unlimited ones at most ``max_records`` per epoch.
+  What falls due while the previous epoch ran is emitted (Flink's source thread, busy emitting,
+  finds its permits ready), plus at most one second's worth of a stall (back pressure, a slow
+  start), as Flink's Guava rate limiter stores at most one second of permits.
 - A monitored ``FileSource``: the files that appeared since the last listing, listed at most every
   ``discovery_interval_ms``; each file is read once.
 - ``SocketTextSource``: the complete lines that arrived since the last epoch
@@ -62,7 +64,8 @@ class Epoch:
 class EpochSource:
     """What a source subtask reads next (``now_s``: a monotonic clock in seconds)."""
 
-    def next_epoch(self, now_s: float) -> Epoch:
+    def next_epoch(self, now_s: float, busy_s: float = 0.0) -> Epoch:
+        """``busy_s``: how long the subtask's previous epoch ran (seconds)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -76,7 +79,7 @@ class _WholeSplits(EpochSource):
         self.splits = splits
         self.done = False
 
-    def next_epoch(self, now_s: float) -> Epoch:
+    def next_epoch(self, now_s: float, busy_s: float = 0.0) -> Epoch:
         if self.done:
             return Epoch(ended=True)
         self.done = True
@@ -93,7 +96,7 @@ class _GeneratorEpochs(EpochSource):
     min_interval_s: float = 0.1
     max_records: int = MAX_EPOCH_RECORDS
 
-    def next_epoch(self, now_s: float) -> Epoch:
+    def next_epoch(self, now_s: float, busy_s: float = 0.0) -> Epoch:
         size = self.split.size()
         if size is not None and self.position >= size:
             return Epoch(ended=True)
@@ -108,9 +111,9 @@ class _GeneratorEpochs(EpochSource):
             due = int((now_s - self.started_s) * rate) + 1 - self.position
             if due <= 0:
                 return Epoch(wait_s=max(0.001, self.position / rate - (now_s - self.started_s)))
-            # a source held back (back pressure) catches up at most one second's worth of rows,
-            # as Flink's Guava rate limiter stores at most one second of permits
-            burst = max(1, int(rate))
+            # what fell due while the last epoch ran, plus at most one second's worth of a
+            # stall (back pressure), as Flink's Guava rate limiter stores one second of permits
+            burst = max(1, int(rate * (1.0 + max(0.0, busy_s))))
             if due > burst:
                 self.started_s += (due - burst) / rate
                 due = burst
@@ -130,7 +133,7 @@ class _MonitoredFileEpochs(EpochSource):
     seen: set[str] = field(default_factory=set)
     next_listing_s: float = float("-inf")
 
-    def next_epoch(self, now_s: float) -> Epoch:
+    def next_epoch(self, now_s: float, busy_s: float = 0.0) -> Epoch:
         interval_s = (self.source.discovery_interval_ms or 1000) / 1000.0
         if now_s < self.next_listing_s:
             return Epoch(wait_s=self.next_listing_s - now_s)

@@ -55,7 +55,7 @@ class SocketEpochs(EpochSource):
         self._next_attempt_s = now_s + RETRY_SLEEP_S
         return True
 
-    def next_epoch(self, now_s: float) -> Epoch:
+    def next_epoch(self, now_s: float, busy_s: float = 0.0) -> Epoch:
         if self._ended:
             return Epoch(ended=True)
         if self._socket is None and not self._connect(now_s):

@@ -178,12 +178,13 @@ class SparkStreamingTask(SparkStreamTask):
                                 tdd.number_of_subtasks))
         timed.prepare(chain)
         sent: tuple[int | None, bool] = (None, False)  # the last (watermark, idle) committed
+        last_busy_s = 0.0  # how long the last epoch ran (a source's rate limiter counts it)
         while True:
             self._wait_for_credit([*writers, *self._collect_writers.values()])
             started = time.perf_counter()
             now_ms = int(time.time() * 1000)
             if source is not None:
-                epoch = source.next_epoch(time.monotonic())
+                epoch = source.next_epoch(time.monotonic(), last_busy_s)
                 splits, ended, wait_s = epoch.splits, epoch.ended, epoch.wait_s
                 segments: list[list[ReadableSegment]] = []
                 has_input = bool(splits)
@@ -223,6 +224,7 @@ class SparkStreamingTask(SparkStreamTask):
                 if taken:
                     reader.acknowledge()
             busy_ms = (time.perf_counter() - started) * 1e3
+            last_busy_s = busy_ms / 1e3 if run else 0.0
             if run:
                 self.stats.busy_ms += busy_ms
             if ended:

@@ -9,7 +9,11 @@ import pyarrow as pa
 import pytest
 
 from flintlock.runtime.dispatcher.collect_coordinator import CollectCoordinator, CollectResponse
-from flintlock.runtime.shuffle.pipelined import ARROW, PipelinedPartitionWriter, collect_partition_uri
+from flintlock.runtime.shuffle.pipelined import (
+    ARROW,
+    PipelinedPartitionWriter,
+    collect_partition_uri,
+)
 from flintlock.runtime.spark.arrow_segments import write_arrow_file
 
 
