@@ -88,10 +88,10 @@ _STATIC_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.artifact.isolation.enabled": "true",
-    # Connect caches the last 16 analysed plans per session; a streaming task's plans embed its
-    # epoch's rows (createDataFrame of Arrow segments), so the cache would pin up to 16 epochs of
-    # rows in the driver heap (an OutOfMemoryError at 200,000 rows/s). flintlock builds each
-    # epoch's plan once, so the cache saves nothing.
+    # Connect caches the last 16 analysed plans per session, keyed by the plan; a streaming
+    # task's plans embed its epoch's rows (createDataFrame of Arrow segments), so the cache would
+    # keep up to 16 epochs of rows in the driver heap. flintlock builds each epoch's plan once,
+    # so the cache saves nothing there.
     "spark.connect.session.planCache.enabled": "false",
 }
 
