@@ -77,8 +77,9 @@ def _label(proc: psutil.Process) -> str:
     return name
 
 
-def _sample(proc: psutil.Process, peaks: dict[int, dict[str, Any]]) -> int:
-    """The RSS of ``proc`` and its descendants in bytes; updates each process's peak."""
+def _sample(proc: psutil.Process, peaks: dict[int, dict[str, Any]], at: float = 0.0) -> int:
+    """The RSS of ``proc`` and its descendants in bytes; updates each process's peak and its
+    series (``peaks[pid]["rss"]``: ``[seconds, bytes]`` pairs, ``at`` = seconds since start)."""
     total = 0
     for p in [proc, *proc.children(recursive=True)]:
         try:
@@ -87,8 +88,9 @@ def _sample(proc: psutil.Process, peaks: dict[int, dict[str, Any]]) -> int:
             continue
         total += rss
         if p.pid not in peaks:
-            peaks[p.pid] = {"process": _label(p), "peak_rss_bytes": 0}
+            peaks[p.pid] = {"process": _label(p), "pid": p.pid, "peak_rss_bytes": 0, "rss": []}
         peaks[p.pid]["peak_rss_bytes"] = max(peaks[p.pid]["peak_rss_bytes"], rss)
+        peaks[p.pid]["rss"].append((at, rss))
     return total
 
 
@@ -119,7 +121,8 @@ def _run(system: str, rate: int, seconds: float, work: Path, warmup_s: float,
                                 text=True)
         ps, rss, peaks = psutil.Process(proc.pid), [], {}
         while proc.poll() is None:
-            rss.append((round(time.time() - started, 1), _sample(ps, peaks)))
+            at = round(time.time() - started, 1)
+            rss.append((at, _sample(ps, peaks, at)))
             time.sleep(1.0)
         if proc.returncode != 0:
             stderr.seek(0)

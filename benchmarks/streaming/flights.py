@@ -48,11 +48,7 @@ def flight_at(columns: dict[str, list[Any]], i: int) -> tuple[str, float, int]:
 
 def flight_events(flights_dir: str) -> Callable[[int], tuple[Any, ...]]:
     """flintlock's ``DataGeneratorSource`` function: index -> ``SCHEMA`` row (``created_ms`` is the
-    wall clock when the row is generated), reusing ``flight_replay.FlightReplay``.
-
-    A closure rather than a callable object: flintlock ships the program's own modules a function
-    refers to by value, following its globals and closure but not an object's methods.
-    """
+    wall clock when the row is generated), reusing ``flight_replay.FlightReplay``."""
     replay = FlightReplay(flights_dir, order="scheduled")
 
     def event(i: int) -> tuple[Any, ...]:

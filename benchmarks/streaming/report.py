@@ -1,4 +1,6 @@
-"""``docs/benchmarks-streaming.md`` and its RSS chart from one streaming results document.
+"""``docs/benchmarks-streaming.md`` and its RSS charts from one streaming results document, plus
+optionally the results of a long run for the memory target (``--seconds 600``; its RSS of every
+process over time is plotted in ``bench-streaming-memory.png``).
 
     python -m benchmarks.streaming.report benchmarks/results/streaming-<time>.json
 
@@ -21,6 +23,7 @@ __all__ = ["render", "workloads"]
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "benchmarks-streaming.md"
 CHART = REPO / "docs" / "images" / "bench-streaming-rss.png"
+MEMORY_CHART = REPO / "docs" / "images" / "bench-streaming-memory.png"
 NAMES = {"flintlock": "flintlock", "structured-streaming": "Spark Structured Streaming",
          "structured-streaming-rate": "Spark Structured Streaming, JVM `rate` source",
          "pyflink": "PyFlink"}
@@ -122,6 +125,52 @@ def _chart(doc: dict[str, Any]) -> None:
     plt.close(fig)
 
 
+def _memory_chart(doc: dict[str, Any]) -> None:
+    """Every process's RSS over the long run, one panel per workload and system."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [(w, s, runs["sustained"]) for w, data in workloads(doc).items()
+              for s, runs in data["systems"].items() if "error" not in runs]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 3.4 * len(panels)), squeeze=False)
+    for ax, (workload, system, run) in zip(axes[:, 0], panels, strict=True):
+        for proc in run.get("processes", []):
+            series = proc.get("rss") or []
+            if series and proc["peak_rss_bytes"] >= 20 * 2**20:
+                ax.plot([t for t, _ in series], [r / 2**20 for _, r in series],
+                        label=f"{proc['process']} (pid {proc.get('pid', '?')})")
+        ax.set_xlabel("seconds since start")
+        ax.set_ylabel("RSS (MiB)")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize="x-small")
+        ax.set_title(f"{workload}, {NAMES.get(system, system)}: every process over "
+                     f"{doc['seconds']:g} s at {doc['rate']:,}/s")
+    fig.tight_layout()
+    MEMORY_CHART.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(MEMORY_CHART, dpi=110)
+    plt.close(fig)
+
+
+def _memory_section(memory: dict[str, Any], source: str) -> list[str]:
+    lines = ["## Memory over a long run", "",
+             f"`python -m benchmarks.streaming --seconds {memory['seconds']:g} --rate "
+             f"{memory['rate']} ...` ({source}); growth is the least-squares slope of the process "
+             "tree's RSS over the run's second half.", "",
+             "| workload | system | events | peak RSS | growth, 2nd half |", "|---|---|---:|---:|---:|"]
+    for workload, data in workloads(memory).items():
+        for system, runs in data["systems"].items():
+            if "error" in runs:
+                continue
+            s = runs["sustained"]
+            lines.append(f"| {workload} | {NAMES.get(system, system)} | {s['events']:,} | "
+                         f"{s['peak_rss_bytes'] / 2**20:,.0f} MiB | "
+                         f"{_fmt(_growth(s), '+.1f', ' MiB/min')} |")
+    return lines + ["", "![RSS of every process over the long run]"
+                        "(images/bench-streaming-memory.png)", ""]
+
+
 def _kept_up(run: dict[str, Any], offered: int) -> bool:
     return bool(run["throughput_per_s"]) and run["throughput_per_s"] >= 0.98 * offered
 
@@ -190,7 +239,7 @@ def _met(ratio: float | None, base_kept_up: bool, own_kept_up: bool) -> str:
     return "not shown (upper bound)" if base_kept_up and not own_kept_up else "yes"
 
 
-def _targets(doc: dict[str, Any]) -> list[str]:
+def _targets(doc: dict[str, Any], memory: dict[str, Any] | None = None) -> list[str]:
     lines = ["## Targets (issue 11)", "",
              "| workload | target | goal | measured | met |", "|---|---|---|---|:-:|"]
     for workload, data in workloads(doc).items():
@@ -202,8 +251,12 @@ def _targets(doc: dict[str, Any]) -> list[str]:
         base_up = bool(base and "error" not in base and _kept_up(base["max"], doc["max_rate"]))
         own_up = _kept_up(f["max"], doc["max_rate"])
         p50 = f["sustained"]["latency_p50_s"]
-        growth = _growth(f["sustained"])
-        long_enough = doc["seconds"] >= MEMORY_RUN_S
+        growth, seconds = _growth(f["sustained"]), doc["seconds"]
+        long_run = ((memory and workloads(memory).get(workload, {}).get("systems", {}))
+                    or {}).get("flintlock")
+        if long_run and "error" not in long_run:
+            growth, seconds = _growth(long_run["sustained"]), memory["seconds"]  # type: ignore[index]
+        long_enough = seconds >= MEMORY_RUN_S
         if growth is None or not long_enough:
             mem = f"open (needs a {MEMORY_RUN_S:g} s run)"
         else:
@@ -216,13 +269,15 @@ def _targets(doc: dict[str, Any]) -> list[str]:
             f"| {'yes' if p50 is not None and p50 <= LATENCY_TARGET_S else '**no**'} |",
             f"| {workload} | memory | no growth over a 10-minute run (RSS slope over the second "
             f"half <= {MEMORY_GROWTH_LIMIT:g} MiB/min) | {_fmt(growth, '+.1f', ' MiB/min')} "
-            f"over {doc['seconds']:g} s | {mem} |",
+            f"over {seconds:g} s | {mem} |",
         ]
     return lines + [""]
 
 
-def render(doc: dict[str, Any], source: str) -> str:
-    """The Markdown page of one results document (``source``: its path, quoted on the page)."""
+def render(doc: dict[str, Any], source: str, memory: dict[str, Any] | None = None,
+           memory_source: str = "") -> str:
+    """The Markdown page of one results document (``source``: its path, quoted on the page),
+    with the long run ``memory`` (from ``memory_source``) if given."""
     loads = workloads(doc)
     names = ", ".join(NAMES.get(s, s) for s in dict.fromkeys(
         s for data in loads.values() for s in data["systems"]))
@@ -251,19 +306,28 @@ def render(doc: dict[str, Any], source: str) -> str:
         lines += _workload_section(doc, workload, data)
     if "skipped" in doc:
         lines += [f"Skipped: {', '.join(f'{k} ({v})' for k, v in doc['skipped'].items())}", ""]
-    lines += _targets(doc)
+    lines += _targets(doc, memory)
     lines += ["![RSS over time](images/bench-streaming-rss.png)", ""]
+    if memory is not None:
+        lines += _memory_section(memory, memory_source)
     return "\n".join(lines)
 
 
+def _relative(source: str) -> str:
+    path = Path(source).resolve()
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else source
+
+
 def main(argv: list[str]) -> int:
+    """``report.py RESULTS.json [MEMORY_RUN.json]``."""
     source = argv[0]
     doc = json.loads(Path(source).read_text())
     _chart(doc)
-    rel = Path(source).resolve()
-    rel_text = str(rel.relative_to(REPO)) if rel.is_relative_to(REPO) else source
-    DOC.write_text(render(doc, rel_text))
-    print(f"wrote {DOC} and {CHART}")
+    memory = json.loads(Path(argv[1]).read_text()) if len(argv) > 1 else None
+    if memory is not None:
+        _memory_chart(memory)
+    DOC.write_text(render(doc, _relative(source), memory, _relative(argv[1]) if memory else ""))
+    print(f"wrote {DOC} and {CHART}" + (f" and {MEMORY_CHART}" if memory else ""))
     return 0
 
 

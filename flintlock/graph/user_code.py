@@ -66,10 +66,20 @@ def _referenced_modules(obj: Any, seen: set[int], depth: int = 0) -> Iterator[ty
     elif isinstance(obj, functools.partial):
         code_globals = {"func": obj.func, **{f"<arg{i}>": a for i, a in enumerate(obj.args)},
                         **obj.keywords}
+    elif isinstance(obj, type):  # a class: its methods (and what they use)
+        for name, member in vars(obj).items():
+            member = getattr(member, "__func__", member)  # staticmethod, classmethod
+            member = getattr(member, "fget", member)  # property
+            if isinstance(member, types.FunctionType):
+                code_globals[name] = member
+    elif hasattr(obj, "__dict__") and not isinstance(obj, types.ModuleType):
+        # an object, e.g. a callable instance: its class and its attributes
+        code_globals = {"<class>": type(obj), **{f"<attr {k}>": v for k, v in vars(obj).items()}}
     for value in code_globals.values():
         if isinstance(value, types.ModuleType):
             yield value
-        elif isinstance(value, (types.FunctionType, type)) or callable(value):
+        elif (isinstance(value, (types.FunctionType, type)) or callable(value)
+              or (hasattr(value, "__dict__") and not isinstance(value, types.ModuleType))):
             yield from _referenced_modules(value, seen, depth + 1)
 
 

@@ -270,6 +270,25 @@ def test_report_memory_target_needs_a_ten_minute_run() -> None:
     assert "+4.0 MiB/min over 600 s | **no** |" in report.render(doc, "x.json")
 
 
+def test_report_takes_the_memory_target_from_a_separate_long_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    long_run = _run(10000, 1.1, 1400, rss_growth_mib_per_min=0.2, processes=[
+        {"process": "python -m benchmarks.streaming.programs", "pid": 7,
+         "peak_rss_bytes": 300 * 2**20, "rss": [[0.0, 290 * 2**20], [1.0, 300 * 2**20]]}])
+    memory = {"host": "vm", "cores": 2, "seconds": 600.0, "rate": 10000, "max_rate": 10000,
+              "workloads": {"events": {"systems": {"flintlock": {"sustained": long_run,
+                                                                 "max": long_run}}}}}
+    text = report.render(_doc(), "main.json", memory, "memory.json")
+    assert "| events | memory | no growth over a 10-minute run" in text
+    assert "+0.2 MiB/min over 600 s | yes |" in text  # events: from the long run
+    assert "+0.5 MiB/min over 60 s | open (needs a 600 s run) |" in text  # flights: none
+    assert "## Memory over a long run" in text and "| events | flintlock | 600,000 |" in text
+    pytest.importorskip("matplotlib")
+    monkeypatch.setattr(report, "MEMORY_CHART", tmp_path / "memory.png")
+    report._memory_chart(memory)
+    assert (tmp_path / "memory.png").stat().st_size > 0
+
+
 def test_report_reads_the_old_single_workload_layout() -> None:
     old = {"host": "vm", "cores": 2, "seconds": 60.0, "rate": 10000, "max_rate": 100000,
            "systems": {"flintlock": {"sustained": _run(9500, 2.3, 1500),

@@ -38,8 +38,9 @@ __all__ = ["Epoch", "EpochSource", "GeneratorRange", "epoch_source", "estimated_
 
 #: most records one epoch of an unlimited generator produces
 MAX_EPOCH_RECORDS = 200_000
-#: assumed in-memory bytes per generated record, and per byte of a file (Parquet compresses ~4x)
-GENERATED_RECORD_BYTES = 128
+#: assumed in-memory bytes of a record of unknown size (generated, or held in state), and per
+#: byte of a file (Parquet compresses ~4x)
+ESTIMATED_ROW_BYTES = 128
 FILE_EXPANSION = 4
 
 
@@ -150,7 +151,7 @@ def estimated_bytes(splits: tuple[Any, ...]) -> int | None:
     total = 0
     for split in splits:
         if isinstance(split, GeneratorRange):
-            total += (split.end - split.start) * GENERATED_RECORD_BYTES
+            total += (split.end - split.start) * ESTIMATED_ROW_BYTES
         elif isinstance(split, SocketLines):
             total += sum(len(line) for line in split.lines)
         elif isinstance(split, FileSplit):

@@ -65,6 +65,7 @@ from flintlock.runtime.spark.arrow_segments import (
 from flintlock.runtime.spark.chain_translator import TranslatedChain, translate_chain
 from flintlock.runtime.spark.connector_io import write_sink
 from flintlock.runtime.spark.epoch_sources import (
+    ESTIMATED_ROW_BYTES,
     FILE_EXPANSION,
     EpochSource,
     epoch_source,
@@ -76,7 +77,7 @@ from flintlock.runtime.spark.timed_operators import TimedOperators
 from flintlock.runtime.taskmanager.invokable import TaskCancelledError
 from flintlock.runtime.taskmanager.task_execution_state import IOMetrics, TaskResult
 
-__all__ = ["SparkStreamingTask", "StreamingTaskStats", "max_backlog"]
+__all__ = ["SparkStreamingTask", "StreamingTaskStats", "max_backlog", "segment_format"]
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +202,8 @@ class SparkStreamingTask(SparkStreamTask):
             timed.begin_epoch(watermark, now_ms, end_of_input=ended)
             self.stats.input_watermark = watermark
             run = has_input or timed.due(watermark, now_ms) or (ended and timed.has_state())
+            if input_bytes is not None:  # windows and timers may fire from their whole state
+                input_bytes += timed.state_rows() * ESTIMATED_ROW_BYTES
             if run:
                 self._epoch(spark, chain, splits, readers, segments, writers, schemas,
                             committables, collected, ended, timed,

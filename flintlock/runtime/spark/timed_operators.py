@@ -175,6 +175,10 @@ class TimedOperators:
     def has_state(self) -> bool:
         return any(st.table is not None and st.table.rows for st in self.nodes.values())
 
+    def state_rows(self) -> int:
+        """Rows held in the state tables (what a firing epoch may emit, at most)."""
+        return sum(st.table.rows for st in self.nodes.values() if st.table is not None)
+
     def due(self, input_watermark: int | None, now_ms: int) -> bool:
         """Whether a window or timer is due without new input."""
         wm = MIN_WATERMARK if input_watermark is None else input_watermark
