@@ -114,14 +114,23 @@ def _chart(doc: dict[str, Any]) -> None:
             series = runs["sustained"]["rss"]
             ax.plot([t for t, _ in series], [r / 2**20 for _, r in series],
                     label=f"{NAMES.get(system, system)} ({doc['rate']:,}/s)")
-        ax.set_xlabel("seconds since start")
-        ax.set_ylabel("RSS, process tree (MiB)")
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize="small")
-        ax.set_title(f"{workload}: memory over the sustained run")
+        _axes(ax, "RSS, process tree (MiB)", f"{workload}: memory over the sustained run",
+              "small")
+    _save(plt, fig, CHART)
+
+
+def _axes(ax: Any, ylabel: str, title: str, fontsize: str) -> None:
+    ax.set_xlabel("seconds since start")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=fontsize)
+    ax.set_title(title)
+
+
+def _save(plt: Any, fig: Any, path: Path) -> None:
     fig.tight_layout()
-    CHART.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(CHART, dpi=110)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
@@ -141,16 +150,9 @@ def _memory_chart(doc: dict[str, Any]) -> None:
             if series and proc["peak_rss_bytes"] >= 20 * 2**20:
                 ax.plot([t for t, _ in series], [r / 2**20 for _, r in series],
                         label=f"{proc['process']} (pid {proc.get('pid', '?')})")
-        ax.set_xlabel("seconds since start")
-        ax.set_ylabel("RSS (MiB)")
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize="x-small")
-        ax.set_title(f"{workload}, {NAMES.get(system, system)}: every process over "
-                     f"{doc['seconds']:g} s at {doc['rate']:,}/s")
-    fig.tight_layout()
-    MEMORY_CHART.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(MEMORY_CHART, dpi=110)
-    plt.close(fig)
+        _axes(ax, "RSS (MiB)", f"{workload}, {NAMES.get(system, system)}: every process over "
+              f"{doc['seconds']:g} s at {doc['rate']:,}/s", "x-small")
+    _save(plt, fig, MEMORY_CHART)
 
 
 def _memory_section(memory: dict[str, Any], source: str) -> list[str]:
@@ -194,6 +196,8 @@ def _workload_section(doc: dict[str, Any], workload: str, data: dict[str, Any]) 
             continue
         s, m = runs["sustained"], runs["max"]
         r = ratios.get(system, {})
+        if "error" in m:
+            notes.append(f"{name}'s max-rate run failed: `{m['error'].strip().splitlines()[-1][:200]}`")
         if _kept_up(m, doc["max_rate"]):
             kept_up.append(name)
         p50 = _fmt(s["latency_p50_s"], ".2f", " s")
@@ -304,6 +308,8 @@ def render(doc: dict[str, Any], source: str, memory: dict[str, Any] | None = Non
     ]
     for workload, data in loads.items():
         lines += _workload_section(doc, workload, data)
+    if "merged" in doc:
+        lines += [f"Merged into these results: {doc['merged']}.", ""]
     if "skipped" in doc:
         lines += [f"Skipped: {', '.join(f'{k} ({v})' for k, v in doc['skipped'].items())}", ""]
     lines += _targets(doc, memory)
