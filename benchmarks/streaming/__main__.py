@@ -68,9 +68,9 @@ def _label(proc: psutil.Process) -> str:
     """A short name for a process: the program, and its main class or module if it has one."""
     try:
         cmd = proc.cmdline()
-    except psutil.Error:
+        name = Path(cmd[0]).name if cmd else proc.name()
+    except psutil.Error:  # it ended meanwhile
         return "?"
-    name = Path(cmd[0]).name if cmd else proc.name()
     for i, arg in enumerate(cmd[1:], start=1):
         if arg == "-m" and i + 1 < len(cmd):
             return f"{name} -m {cmd[i + 1]}"
