@@ -123,7 +123,8 @@ def _axes(ax: Any, ylabel: str, title: str, fontsize: str) -> None:
     ax.set_xlabel("seconds since start")
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize=fontsize)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=fontsize)
     ax.set_title(title)
 
 
@@ -147,7 +148,9 @@ def _memory_chart(doc: dict[str, Any]) -> None:
     for ax, (workload, system, run) in zip(axes[:, 0], panels, strict=True):
         for proc in run.get("processes", []):
             series = proc.get("rss") or []
-            if series and proc["peak_rss_bytes"] >= 20 * 2**20:
+            # processes seen in one or two samples are transient forks (a forked JVM counts
+            # its parent's pages again); they are left out of the chart
+            if len(series) >= 3 and proc["peak_rss_bytes"] >= 20 * 2**20:
                 ax.plot([t for t, _ in series], [r / 2**20 for _, r in series],
                         label=f"{proc['process']} (pid {proc.get('pid', '?')})")
         _axes(ax, "RSS (MiB)", f"{workload}, {NAMES.get(system, system)}: every process over "
@@ -169,6 +172,9 @@ def _memory_section(memory: dict[str, Any], source: str) -> list[str]:
             lines.append(f"| {workload} | {NAMES.get(system, system)} | {s['events']:,} | "
                          f"{s['peak_rss_bytes'] / 2**20:,.0f} MiB | "
                          f"{_fmt(_growth(s), '+.1f', ' MiB/min')} |")
+    lines += ["", "The process tree's RSS also counts transient forks of the JVM (a fork counts "
+                  "its parent's pages again while it lives), which inflates the peaks; the chart "
+                  "shows the processes seen in at least three samples."]
     return lines + ["", "![RSS of every process over the long run]"
                         "(images/bench-streaming-memory.png)", ""]
 

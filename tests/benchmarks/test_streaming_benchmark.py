@@ -274,7 +274,8 @@ def test_report_takes_the_memory_target_from_a_separate_long_run(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     long_run = _run(10000, 1.1, 1400, rss_growth_mib_per_min=0.2, processes=[
         {"process": "python -m benchmarks.streaming.programs", "pid": 7,
-         "peak_rss_bytes": 300 * 2**20, "rss": [[0.0, 290 * 2**20], [1.0, 300 * 2**20]]}])
+         "peak_rss_bytes": 300 * 2**20,
+         "rss": [[0.0, 290 * 2**20], [1.0, 295 * 2**20], [2.0, 300 * 2**20]]}])
     memory = {"host": "vm", "cores": 2, "seconds": 600.0, "rate": 10000, "max_rate": 10000,
               "workloads": {"events": {"systems": {"flintlock": {"sustained": long_run,
                                                                  "max": long_run}}}}}
