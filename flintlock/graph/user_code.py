@@ -10,9 +10,11 @@ site-packages or the standard library, and not flintlock or pyspark) is pickled 
 
 from __future__ import annotations
 
+import collections
 import functools
 import sys
 import sysconfig
+import threading
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -83,20 +85,33 @@ def _referenced_modules(obj: Any, seen: set[int], depth: int = 0) -> Iterator[ty
             yield from _referenced_modules(value, seen, depth + 1)
 
 
+#: modules this process registered for pickling by value, with how many dumps use them (dumps
+#: nest: an object's ``__reduce__`` may call ``dumps_user_function`` for what it wraps)
+_by_value_users: collections.Counter[str] = collections.Counter()
+_by_value_lock = threading.Lock()
+
+
 @contextmanager
 def _by_value(modules: set[types.ModuleType]) -> Iterator[None]:
-    registered = []
-    for m in modules:
-        try:
-            cloudpickle.register_pickle_by_value(m)
-            registered.append(m)
-        except ValueError:  # already registered
-            pass
+    mine = []
+    with _by_value_lock:
+        for m in modules:
+            if _by_value_users[m.__name__] == 0:
+                try:
+                    cloudpickle.register_pickle_by_value(m)
+                except ValueError:  # not importable by its name: cloudpickle ships it anyway
+                    continue
+            _by_value_users[m.__name__] += 1
+            mine.append(m)
     try:
         yield
     finally:
-        for m in registered:
-            cloudpickle.unregister_pickle_by_value(m)
+        with _by_value_lock:
+            for m in mine:
+                _by_value_users[m.__name__] -= 1
+                if _by_value_users[m.__name__] == 0:
+                    del _by_value_users[m.__name__]
+                    cloudpickle.unregister_pickle_by_value(m)
 
 
 def dumps_user_function(fn: Any) -> bytes:
