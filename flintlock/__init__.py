@@ -22,6 +22,7 @@ os.environ.setdefault("SPARK_CONNECT_MODE_ENABLED", "1")
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 __all__ = [
+    "CheckpointingMode",
     "Configuration",
     "DataStream",
     "DataStreamSink",
@@ -35,6 +36,7 @@ __all__ = [
 ]
 
 _LAZY: dict[str, str] = {
+    "CheckpointingMode": "flintlock.api.checkpoint_config",
     "Configuration": "flintlock.config",
     "DataStream": "flintlock.api.datastream",
     "DataStreamSink": "flintlock.api.datastream",

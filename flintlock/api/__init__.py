@@ -9,8 +9,11 @@ from __future__ import annotations
 from flintlock._lazy import lazy_exports
 
 __all__ = [
+    "CheckpointConfig",
+    "CheckpointingMode",
     "DataStream",
     "DataStreamSink",
+    "ExternalizedCheckpointRetention",
     "FilterFunction",
     "FlatMapFunction",
     "InvalidProgramException",
@@ -25,6 +28,9 @@ __all__ = [
 ]
 
 _LAZY: dict[str, str] = {
+    "CheckpointConfig": "flintlock.api.checkpoint_config",
+    "CheckpointingMode": "flintlock.api.checkpoint_config",
+    "ExternalizedCheckpointRetention": "flintlock.api.checkpoint_config",
     "DataStream": "flintlock.api.datastream",
     "DataStreamSink": "flintlock.api.datastream",
     "KeyedStream": "flintlock.api.datastream",

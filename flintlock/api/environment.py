@@ -29,7 +29,9 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from flintlock.api.checkpoint_config import CheckpointConfig, CheckpointingMode
 from flintlock.api.datastream import DataStream
+from flintlock.api.durations import Duration
 from flintlock.api.restart_strategy import (
     RESTART_STRATEGY_PREFIX,
     RestartStrategies,
@@ -146,6 +148,24 @@ class StreamExecutionEnvironment:
 
     def is_chaining_enabled(self) -> bool:
         return bool(self.get_configuration().get(OPERATOR_CHAINING))
+
+    def enable_checkpointing(self, interval: Duration,
+                             mode: CheckpointingMode | None = None) -> StreamExecutionEnvironment:
+        """Checkpoint a STREAMING job every ``interval`` (ms or ``timedelta``), in ``mode``
+        (EXACTLY_ONCE when not given); PyFlink ``enable_checkpointing``. See
+        ``get_checkpoint_config()`` for the other settings.
+
+        Raises:
+            ValueError: an interval below 10 ms.
+        """
+        config = self.get_checkpoint_config().set_checkpoint_interval(interval)
+        if mode is not None:
+            config.set_checkpointing_mode(mode)
+        return self
+
+    def get_checkpoint_config(self) -> CheckpointConfig:
+        """The program's checkpointing settings (edits write Flink's keys into this program)."""
+        return CheckpointConfig(self)
 
     def configure(self, configuration: Configuration | Mapping[str, Any]) -> StreamExecutionEnvironment:
         """Apply ``configuration``'s keys to this program (PyFlink ``configure``).

@@ -253,6 +253,44 @@ ARROW_SEGMENT_THRESHOLD = option(
 BUFFER_TIMEOUT = option(
     "execution.buffer-timeout", 0.1, duration,
     "Least time between two epochs of a rate-limited streaming source (Flink's flush interval).")
+# ---- checkpointing (issue 12; Flink CheckpointingOptions, ExecutionCheckpointingOptions) ---------
+CHECKPOINTING_INTERVAL = option(
+    "execution.checkpointing.interval", None, duration,
+    "Interval of periodic checkpoints of a STREAMING job; unset: checkpointing is off.")
+CHECKPOINTING_MODE = option(
+    "execution.checkpointing.mode", "EXACTLY_ONCE", _enum("EXACTLY_ONCE", "AT_LEAST_ONCE"),
+    "EXACTLY_ONCE aligns barriers (a channel that delivered barrier n waits until every channel "
+    "has); AT_LEAST_ONCE does not wait, so a restore may replay records into state twice.")
+CHECKPOINTING_TIMEOUT = option(
+    "execution.checkpointing.timeout", 600.0, duration,
+    "A checkpoint not completed this long after it was triggered is aborted (expired).")
+CHECKPOINTING_MIN_PAUSE = option(
+    "execution.checkpointing.min-pause", 0.0, duration,
+    "Least time between the end of one checkpoint and the trigger of the next.")
+CHECKPOINTING_MAX_CONCURRENT = option(
+    "execution.checkpointing.max-concurrent-checkpoints", 1, pos_int,
+    "Checkpoints that may be pending at once.")
+CHECKPOINTING_TOLERABLE_FAILURES = option(
+    "execution.checkpointing.tolerable-failed-checkpoints", 0, nonneg_int,
+    "Consecutive checkpoint failures tolerated; one more fails the job (a restart by its restart "
+    "strategy).")
+CHECKPOINTS_DIR = option(
+    "state.checkpoints.dir", None, _str,
+    "Where completed checkpoints are stored (<dir>/<job id>/chk-<n>/_metadata and the state "
+    "files); default: a directory of the JobManager process, deleted when the job ends.",
+    ("execution.checkpointing.dir",))
+CHECKPOINTS_RETAINED = option(
+    "state.checkpoints.num-retained", 1, pos_int,
+    "Completed checkpoints kept; older ones are deleted when a newer one completes.",
+    ("execution.checkpointing.num-retained",))
+CHECKPOINTS_RETENTION = option(
+    "execution.checkpointing.externalized-checkpoint-retention", "NO_EXTERNALIZED_CHECKPOINTS",
+    _enum("DELETE_ON_CANCELLATION", "RETAIN_ON_CANCELLATION", "NO_EXTERNALIZED_CHECKPOINTS"),
+    "Whether the retained checkpoints outlive the job: RETAIN_ON_CANCELLATION keeps them when "
+    "the job is cancelled or fails; otherwise they are deleted when the job ends.")
+SAVEPOINTS_DIR = option("state.savepoints.dir", None, _str,
+                        "Default directory of savepoints.", ("execution.checkpointing.savepoint-dir",))
+
 SPARK_REMOTE = option("spark.remote", None, _str,
                       "Spark Connect URL (sc://host:15002); default: an embedded local[cores] server.")
 

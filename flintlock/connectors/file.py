@@ -305,16 +305,7 @@ class FileSink:
         fs_job, job_tmp = self._job_tmp(job_id)
         if fs.get_file_info(job_tmp).type == pafs.FileType.NotFound:
             return
-        marker = f"{job_tmp}/_COMMITTING"
-        if fs.get_file_info(marker).type == pafs.FileType.NotFound:
-            if self.mode == "overwrite":
-                for entry in self._data_entries(fs, root):
-                    if entry.type == pafs.FileType.Directory:
-                        fs.delete_dir(entry.path)
-                    else:
-                        fs.delete_file(entry.path)
-            with fs.open_output_stream(marker) as fh:
-                fh.write(b"")
+        self._start_committing(fs, root, job_tmp)
         ext = _EXTENSIONS.get(self.format, self.format)
         for subtask, committable in enumerate(committables):
             if committable is None:
@@ -331,6 +322,49 @@ class FileSink:
                 fs.move(entry.path, f"{root}/part-{subtask:05d}-{n:03d}.{ext}")
             fs.delete_dir(src_dir)
         self._remove_temporary(fs, job_tmp)
+
+    def _start_committing(self, fs: pafs.FileSystem, root: str, job_tmp: str) -> None:
+        """Before the job's first publication: ``overwrite`` clears the target once (the
+        ``_COMMITTING`` marker remembers it happened)."""
+        marker = f"{job_tmp}/_COMMITTING"
+        if fs.get_file_info(marker).type != pafs.FileType.NotFound:
+            return
+        if self.mode == "overwrite":
+            for entry in self._data_entries(fs, root):
+                if entry.type == pafs.FileType.Directory:
+                    fs.delete_dir(entry.path)
+                else:
+                    fs.delete_file(entry.path)
+        fs.create_dir(job_tmp, recursive=True)
+        with fs.open_output_stream(marker) as fh:
+            fh.write(b"")
+
+    def commit_transactions(self, job_id: str, transactions: Sequence[tuple[int, str]]) -> int:
+        """Publish the part files a checkpoint pre-committed (Flink ``FileCommitter``):
+        ``transactions`` = (subtask index, directory of finished part files) pairs. Each file
+        keeps its unique Spark name, prefixed with the subtask (``part-<subtask>-<name>``).
+
+        Idempotent: a directory already published (gone) is skipped, one published half-way
+        resumes. Returns the number of files published.
+        """
+        fs, root, _ = self._root()
+        _, job_tmp = self._job_tmp(job_id)
+        moved = 0
+        for subtask, directory in transactions:
+            _, src_dir, _ = _fs_path(str(directory))
+            if fs.get_file_info(src_dir).type == pafs.FileType.NotFound:
+                continue
+            self._start_committing(fs, root, job_tmp)
+            for entry in sorted(fs.get_file_info(pafs.FileSelector(src_dir, recursive=True)),
+                                key=lambda e: e.path):
+                if entry.type != pafs.FileType.File or _hidden(entry.base_name):
+                    continue
+                name = entry.base_name[5:] if entry.base_name.startswith("part-") else \
+                    entry.base_name
+                fs.move(entry.path, f"{root}/part-{subtask:05d}-{name}")
+                moved += 1
+            fs.delete_dir(src_dir)
+        return moved
 
     def abort(self, job_id: str, committables: Sequence[Any]) -> None:
         """Delete everything the job's attempts wrote; the target stays as it was."""

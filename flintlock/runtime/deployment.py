@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from flintlock.runtime.checkpoint.snapshots import TaskStateSnapshot
 from flintlock.runtime.ids import (
     AllocationID,
     ExecutionAttemptID,
@@ -114,6 +115,8 @@ class TaskDeploymentDescriptor:
         collect_root: where collect sinks of a STREAMING job write their rows for the
             JobManager's collect coordinator (``pipelined.collect_partition_uri``; "" in BATCH,
             whose collect sinks return their rows as accumulators).
+        restore_checkpoint_id, task_restore: the checkpoint this attempt starts from and its
+            state in it (Flink ``JobManagerTaskRestore``); None: start from scratch.
     """
 
     job_id: JobID
@@ -131,6 +134,8 @@ class TaskDeploymentDescriptor:
     job_configuration: Mapping[str, str] = field(default_factory=dict)
     state_uri: str = ""
     collect_root: str = ""
+    restore_checkpoint_id: int | None = None
+    task_restore: TaskStateSnapshot | None = None
 
     @property
     def subtask_index(self) -> int:

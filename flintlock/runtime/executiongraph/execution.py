@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from flintlock.runtime.executiongraph.archived import ArchivedExecution, AttemptIdentity
 from flintlock.runtime.executiongraph.story import Story
@@ -69,6 +70,8 @@ class Execution(AttemptIdentity):
         self.live_metrics: LiveTaskMetrics | None = None
         #: the TaskManager (ResourceID text) that reported it, for error messages
         self.task_manager: str | None = None
+        #: (checkpoint id, TaskStateSnapshot) it starts from (Flink ``setInitialState``)
+        self.task_restore: tuple[int, Any] | None = None
 
     def task_name_with_subtask(self) -> str:
         """Flink's ``"<vertex> (<i+1>/<n>)#<attempt>"``."""

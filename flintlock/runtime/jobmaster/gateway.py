@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from flintlock.runtime.checkpoint.snapshots import TaskStateSnapshot
 from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph
-from flintlock.runtime.ids import AllocationID, ResourceID
+from flintlock.runtime.ids import AllocationID, ExecutionAttemptID, JobID, ResourceID
 from flintlock.runtime.jobgraph.types import JobStatus
 from flintlock.runtime.metrics.live_task_metrics import LiveTaskMetrics
 from flintlock.runtime.resourcemanager.gateway import RegistrationResponse
@@ -64,6 +65,19 @@ class JobMasterGateway(Protocol):
     @oneway
     async def disconnect_task_manager(self, resource_id: ResourceID, cause: str) -> None:
         """A TaskExecutor went away: its slots are lost and their tasks fail."""
+        ...
+
+    @oneway
+    async def acknowledge_checkpoint(self, job_id: JobID, attempt_id: ExecutionAttemptID,
+                                     checkpoint_id: int, snapshot: TaskStateSnapshot) -> None:
+        """A subtask took its snapshot of checkpoint ``checkpoint_id`` (Flink
+        ``acknowledgeCheckpoint``)."""
+        ...
+
+    @oneway
+    async def decline_checkpoint(self, job_id: JobID, attempt_id: ExecutionAttemptID,
+                                 checkpoint_id: int, reason: str) -> None:
+        """A subtask could not take its snapshot: the checkpoint is aborted."""
         ...
 
     async def request_job(self) -> ArchivedExecutionGraph:

@@ -14,6 +14,8 @@ slots freed, ``disconnect_job_manager`` at the RM and the TaskExecutors, then
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +23,9 @@ from typing import Any
 
 from flintlock.config import options
 from flintlock.config.configuration import Configuration
+from flintlock.runtime.checkpoint import storage as checkpoint_storage
+from flintlock.runtime.checkpoint.coordinator import CheckpointSettings
+from flintlock.runtime.checkpoint.snapshots import TaskStateSnapshot
 from flintlock.runtime.clock import Clock
 from flintlock.runtime.executiongraph.archived import (
     ArchivedExecutionGraph,
@@ -30,9 +35,10 @@ from flintlock.runtime.executiongraph.archived import (
 )
 from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
 from flintlock.runtime.heartbeat.heartbeat_manager import heartbeat_settings
-from flintlock.runtime.ids import AllocationID, JobVertexID, ResourceID
+from flintlock.runtime.ids import AllocationID, ExecutionAttemptID, JobID, JobVertexID, ResourceID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
+from flintlock.runtime.jobmaster.checkpointing import CheckpointCoordinatorShell
 from flintlock.runtime.metrics.live_task_metrics import LiveTaskMetrics
 from flintlock.runtime.resourcemanager.gateway import (
     RegistrationResponse,
@@ -135,6 +141,11 @@ class JobMaster(RpcEndpoint):
         self._termination: asyncio.Future[JobResult] | None = None
         #: where the job's PIPELINED partitions live (STREAMING jobs), released at the end
         self._pipelined_root = ""
+        #: checkpoints of a STREAMING job with checkpointing on (None otherwise)
+        self.checkpointing: CheckpointCoordinatorShell | None = None
+        #: sink commits/aborts and checkpoint storage run here, one at a time and in order
+        self._io_executor = concurrent.futures.ThreadPoolExecutor(
+            1, thread_name_prefix="jobmaster-io")
         #: in-flight RPCs to other endpoints (awaited briefly on stop)
         self._outgoing: set[asyncio.Task[Any]] = set()
         self._heartbeat_interval, self._heartbeat_timeout = heartbeat_settings(configuration)
@@ -155,8 +166,13 @@ class JobMaster(RpcEndpoint):
             if self.job_graph.job_type is JobType.STREAMING:
                 self._pipelined_root = (self.configuration.get(options.SHUFFLE_DIR)
                                         or default_pipelined_root())
+                settings = CheckpointSettings.from_configuration(
+                    self.configuration, f"{self._pipelined_root.rstrip('/')}/checkpoints")
+                if settings.enabled:
+                    self.checkpointing = CheckpointCoordinatorShell(self, settings, self.run_io)
             self.scheduler = DefaultScheduler(self.graph, self.configuration, self.clock,
-                                              pipelined_root=self._pipelined_root)
+                                              pipelined_root=self._pipelined_root,
+                                              checkpoints=self.checkpointing)
         except Exception as exc:
             log.exception("job %s: cannot build the execution graph", self.job_id)
             self._fail_without_graph(exc)
@@ -187,8 +203,11 @@ class JobMaster(RpcEndpoint):
         return await asyncio.shield(self._termination)
 
     def _prepare_job(self) -> dict[JobVertexID, list[list[Any]]]:
-        """Worker thread: prepare every sink, enumerate every source's splits."""
+        """Worker thread: prepare every sink, enumerate every source's splits, check that the
+        checkpoint directory is writable."""
         job_id = str(self.job_id)
+        if self.checkpointing is not None:
+            checkpoint_storage.check_writable(self.checkpointing.job_directory)
         for vertex in self.job_graph.vertices:
             for sink in vertex.sinks:
                 sink.prepare(job_id)
@@ -211,6 +230,8 @@ class JobMaster(RpcEndpoint):
             self._handle(FailJob(SerializedError.from_exception(error)))
         else:
             self._handle(StartScheduling(splits or {}))
+            if self.checkpointing is not None:
+                self.checkpointing.start()
 
     def _fail_without_graph(self, exc: Exception) -> None:
         now = self.clock.now_ms()
@@ -262,7 +283,8 @@ class JobMaster(RpcEndpoint):
             elif isinstance(command, ScheduleTimer):
                 self.schedule(command.delay_s, self._handle, command.event)
             elif isinstance(command, FinalizeSinks):
-                self.run_async(asyncio.to_thread(self._finalize_sinks, command), self._on_sinks_finalized)
+                self.run_io(functools.partial(self._finalize_sinks, command),
+                            self._on_sinks_finalized)
             elif isinstance(command, JobTerminated):
                 self._on_job_terminated(command.result)
             else:  # pragma: no cover
@@ -305,6 +327,18 @@ class JobMaster(RpcEndpoint):
     def _on_sinks_finalized(self, _: Any, error: BaseException | None) -> None:
         self._handle(SinksFinalized(SerializedError.from_exception(error) if error is not None else None))
 
+    def run_io(self, fn: Callable[[], Any],
+               on_done: Callable[[Any, BaseException | None], Any]) -> None:
+        """Run blocking storage work on the serial I/O executor (sink commits after the
+        checkpoint finalizations issued before them); ``on_done`` runs in the mailbox."""
+        loop = asyncio.get_running_loop()
+        try:
+            future = self._io_executor.submit(fn)
+        except RuntimeError:  # the job ended and its executor shut down: nothing left to do
+            log.debug("job %s: I/O after the job ended dropped: %r", self.job_id, fn)
+            return
+        self.run_async(asyncio.wrap_future(future, loop=loop), on_done)
+
     def _send(self, call: Any, on_done: Callable[[Any, BaseException | None], Any]) -> None:
         """Start an RPC in the background; ``on_done`` runs in the mailbox."""
         task = self.run_async(call, on_done)
@@ -335,6 +369,9 @@ class JobMaster(RpcEndpoint):
 
     def _report_terminal(self, archived: ArchivedExecutionGraph, result: JobResult) -> None:
         self.job_result = result
+        if self.checkpointing is not None:
+            self.checkpointing.job_terminated(archived.state)
+        self._io_executor.shutdown(wait=False)
         if self._pipelined_root:  # submitted now: runs even when this endpoint stops next
             asyncio.get_running_loop().run_in_executor(
                 None, release_job_partitions, self._pipelined_root, self.job_id)
@@ -438,8 +475,23 @@ class JobMaster(RpcEndpoint):
     async def update_task_execution_state(self, state: TaskExecutionState) -> Acknowledge:
         if state.job_id != self.job_id or self.scheduler is None:
             return ACK
+        if (self.checkpointing is not None and state.state is ExecutionState.FINISHED
+                and self.graph is not None
+                and self.graph.find_current_execution(state.attempt_id) is not None):
+            self.checkpointing.task_finished(state.attempt_id, state.result)
         self._handle(TaskExecutionStateChanged(state))
         return ACK
+
+    async def acknowledge_checkpoint(self, job_id: JobID, attempt_id: ExecutionAttemptID,
+                                     checkpoint_id: int, snapshot: TaskStateSnapshot) -> None:
+        if job_id == self.job_id and self.checkpointing is not None and \
+                isinstance(snapshot, TaskStateSnapshot):
+            self.checkpointing.acknowledge(attempt_id, checkpoint_id, snapshot)
+
+    async def decline_checkpoint(self, job_id: JobID, attempt_id: ExecutionAttemptID,
+                                 checkpoint_id: int, reason: str) -> None:
+        if job_id == self.job_id and self.checkpointing is not None:
+            self.checkpointing.decline(attempt_id, checkpoint_id, str(reason))
 
     async def register_task_manager(self, resource_id: ResourceID, task_executor_address: str) -> RegistrationResponse:
         if self.job_result is not None:

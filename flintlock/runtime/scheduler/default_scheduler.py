@@ -21,6 +21,11 @@ them are terminal, reset to new attempts and rescheduled (job RUNNING -> RESTART
 Otherwise the job goes FAILING, the other executions are cancelled, sinks are aborted and the job
 ends FAILED with the root cause.
 
+Checkpoints (STREAMING jobs with checkpointing on): a failover aborts the pending checkpoints
+and the restarted subtasks start from the newest completed checkpoint
+(``SchedulerCheckpoints``, the JobMaster's coordinator shell); a restart waits while a
+checkpoint is being finalized, so it never restores an older one than what its sinks publish.
+
 TaskManager loss: its slots leave the pool, its executions fail, and the partitions it stored on
 its local disk (``PartitionLocation.stores_local_resources_on``) are forgotten, so region failover
 re-runs their producers; a consumer about to be deployed with such an input fails with a
@@ -52,6 +57,7 @@ from flintlock.runtime.executiongraph.failover.restart_backoff import (
 )
 from flintlock.runtime.ids import (
     ExecutionAttemptID,
+    ExecutionVertexID,
     IntermediateResultPartitionID,
     JobVertexID,
     ResourceID,
@@ -66,6 +72,7 @@ from flintlock.runtime.scheduler.exceptions import (
     TaskManagerLostException,
 )
 from flintlock.runtime.scheduler.execution_deployer import ExecutionDeployer
+from flintlock.runtime.scheduler.failure_handling import FailureHandling
 from flintlock.runtime.scheduler.job_termination import (
     create_job_result,
     partitions_to_release,
@@ -75,6 +82,7 @@ from flintlock.runtime.scheduler.messages import (
     CancelJob,
     CancelTask,
     CancelTaskFailed,
+    CheckpointFinalized,
     Command,
     DeclareResources,
     DeploymentFailed,
@@ -82,6 +90,7 @@ from flintlock.runtime.scheduler.messages import (
     FailJob,
     FinalizeSinks,
     FreeSlot,
+    GlobalFailure,
     IdleSlotCheck,
     JobTerminated,
     ReleasePartitions,
@@ -101,11 +110,25 @@ from flintlock.runtime.scheduler.strategy import PipelinedRegionSchedulingStrate
 from flintlock.runtime.taskexecutor.gateway import SlotOffer
 from flintlock.runtime.taskmanager.task_execution_state import SerializedError, TaskExecutionState
 
-__all__ = ["DefaultScheduler", "SchedulerClock"]
+__all__ = ["DefaultScheduler", "SchedulerCheckpoints", "SchedulerClock"]
 
 log = logging.getLogger(__name__)
 
 _ACTIVE = (ExecutionState.DEPLOYING, ExecutionState.INITIALIZING, ExecutionState.RUNNING)
+
+
+class SchedulerCheckpoints(Protocol):
+    """What the scheduler asks of the CheckpointCoordinator's shell (Flink's scheduler calls
+    ``CheckpointCoordinator.abortPendingCheckpoints`` / ``restoreLatestCheckpointedState``)."""
+
+    def on_failover(self) -> None:
+        """Tasks are being restarted: abort the pending checkpoints."""
+
+    def restore_blocked(self) -> bool:
+        """A checkpoint is being finalized: restarts wait for ``CheckpointFinalized``."""
+
+    def restore_state(self, vertices: list[ExecutionVertexID]) -> dict[ExecutionVertexID, Any]:
+        """Per restarted vertex, the (checkpoint id, TaskStateSnapshot) it starts from."""
 
 
 class SchedulerClock(Protocol):
@@ -114,7 +137,7 @@ class SchedulerClock(Protocol):
     def now_ms(self) -> int: ...
 
 
-class DefaultScheduler(ExecutionDeployer):
+class DefaultScheduler(FailureHandling, ExecutionDeployer):
     """Schedules, deploys, fails over and finishes one job.
 
     Args:
@@ -134,8 +157,11 @@ class DefaultScheduler(ExecutionDeployer):
         restart_backoff: RestartBackoffTimeStrategy | None = None,
         validate: bool = False,
         pipelined_root: str = "",
+        checkpoints: SchedulerCheckpoints | None = None,
     ) -> None:
         self.graph = graph
+        #: the checkpoint coordinator's shell (None: checkpointing off)
+        self.checkpoints = checkpoints
         #: where PIPELINED partitions live (``tdd_factory``); "" for jobs without them
         self.pipelined_root = pipelined_root
         self.configuration = configuration
@@ -282,6 +308,20 @@ class DefaultScheduler(ExecutionDeployer):
     @_handle.register
     def _(self, event: FailJob) -> None:
         self._fail_job(ExceptionHistoryEntry(event.error, self.clock.now_ms()))
+
+    @_handle.register
+    def _(self, event: GlobalFailure) -> None:
+        if self.graph.state not in (JobStatus.RUNNING, JobStatus.RESTARTING):
+            return
+        entry = ExceptionHistoryEntry(event.error, self.clock.now_ms())
+        self.graph.record_failure(entry)
+        result = self.failure_handler.global_failure(
+            frozenset(self.graph.execution_vertex_ids()), entry, self.clock.monotonic())
+        self._restart_or_fail(result)
+
+    @_handle.register
+    def _(self, event: CheckpointFinalized) -> None:
+        self._try_complete_restarts()
 
     @_handle.register
     def _(self, event: SinksFinalized) -> None:
@@ -447,89 +487,6 @@ class DefaultScheduler(ExecutionDeployer):
         self._release_slot_share(execution)
         self._handle_task_failure(execution, entry)
         self._on_terminal(execution)
-
-    # ---- failure handling ----------------------------------------------------------------------
-
-    def _handle_task_failure(self, execution: Execution, entry: ExceptionHistoryEntry) -> None:
-        """Carry out the ``ExecutionFailureHandler``'s decision: restart vertices, or fail the job."""
-        if self.graph.state not in (JobStatus.RUNNING, JobStatus.RESTARTING):
-            return
-        result = self.failure_handler.task_failure(
-            execution.attempt_id.execution_vertex_id, entry, self.clock.monotonic()
-        )
-        if not result.can_restart:
-            self._fail_job(result.entry)
-            return
-        if result.new_attempt:
-            self.graph.number_of_restarts += 1
-        restart = self._restarts.add(set(result.vertices_to_restart))
-        if restart is None:
-            return
-        if self.graph.state is JobStatus.RUNNING:
-            self.graph.transition_to(
-                JobStatus.RESTARTING, f"restarting {len(restart.vertices)} subtask(s)"
-            )
-        for v in sorted(restart.vertices, key=self._order.__getitem__):
-            self._cancel_execution(self.graph.vertex(v).current_execution)
-        self._out.append(ScheduleTimer(result.restart_delay_s, RestartDelayElapsed(restart.id)))
-        # counted from the failure's own timestamp (read once), so the UI's "restarts in" and
-        # the exception history agree to the millisecond
-        self.graph.next_restart_attempt_ms = entry.timestamp_ms + round(result.restart_delay_s * 1000)
-
-    def _try_complete_restarts(self) -> None:
-        for restart in self._restarts.take_ready(
-            lambda v: self.graph.vertex(v).current_execution.is_terminal()
-        ):
-            now_ms = self.clock.now_ms()
-            ordered = sorted(restart.vertices, key=self._order.__getitem__)
-            for v in ordered:
-                self.graph.reset_vertex(v, now_ms)
-            if not self._restarts and self.graph.state is JobStatus.RESTARTING:
-                self.graph.transition_to(JobStatus.RUNNING, "restarted")
-            self._schedule(self.strategy.restart_tasks(ordered))
-
-    def _fail_job(self, entry: ExceptionHistoryEntry) -> None:
-        """Unrecoverable failure: FAILING, cancel everything, then FAILED (after sink abort)."""
-        state = self.graph.state
-        if state.is_terminal() or state in (JobStatus.FAILING, JobStatus.CANCELLING):
-            return
-        self.graph.failure_info = entry
-        if entry not in self.graph.exception_history:
-            self.graph.record_failure(entry)
-        self.graph.transition_to(JobStatus.FAILING, entry.error.short())
-        self._restarts.clear()
-        self._cancel_all()
-        self._check_global_termination()
-
-    def _cancel_all(self) -> None:
-        for execution in list(self.graph.current_executions()):
-            self._cancel_execution(execution)
-
-    def _cancel_execution(self, execution: Execution) -> None:
-        """Flink ``Execution.cancel``: not deployed -> CANCELED; deployed -> CANCELING + RPC."""
-        if execution.is_terminal() or execution.state is ExecutionState.CANCELING:
-            return
-        if execution.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
-            self._transition(execution, ExecutionState.CANCELED, "cancelled before deployment")
-            self._release_slot_share(execution)
-            return
-        self._transition(execution, ExecutionState.CANCELING)
-        assert execution.slot is not None
-        self._out.append(CancelTask(execution.slot.task_executor_address, execution.attempt_id))
-
-    def _check_global_termination(self) -> None:
-        if self.graph.state not in (JobStatus.FAILING, JobStatus.CANCELLING):
-            return
-        if self.sink_phase is not None or not self.graph.all_terminal():
-            return
-        work = sink_work(self.graph, commit=False)
-        if work:
-            self.sink_phase = "abort"
-            self._out.append(FinalizeSinks(False, work))
-        else:
-            self._terminate(
-                JobStatus.CANCELED if self.graph.state is JobStatus.CANCELLING else JobStatus.FAILED
-            )
 
     # ---- finishing -----------------------------------------------------------------------------
 

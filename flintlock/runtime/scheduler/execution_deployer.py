@@ -94,7 +94,7 @@ class ExecutionDeployer:
         try:
             tdd = create_task_deployment_descriptor(
                 self.graph, vertex, execution, execution.slot.allocation_id, splits,
-                self.job_configuration, self.pipelined_root,
+                self.job_configuration, self.pipelined_root, execution.task_restore,
             )
         except MissingPartitionLocation as exc:
             # failed once this step's deployment loops are done (the failover cancels others)

@@ -25,6 +25,7 @@ __all__ = [
     "CancelJob",
     "CancelTask",
     "CancelTaskFailed",
+    "CheckpointFinalized",
     "Command",
     "DeclareResources",
     "DeployTask",
@@ -33,6 +34,7 @@ __all__ = [
     "FailJob",
     "FinalizeSinks",
     "FreeSlot",
+    "GlobalFailure",
     "IdleSlotCheck",
     "JobTerminated",
     "ReleasePartitions",
@@ -114,6 +116,19 @@ class FailJob(Event):
     """A global failure (sink preparation, split enumeration, a failed commit)."""
 
     error: SerializedError
+
+
+@dataclass(frozen=True)
+class GlobalFailure(Event):
+    """The job as a whole failed (too many failed checkpoints): restart every vertex by the
+    restart strategy, else fail the job."""
+
+    error: SerializedError
+
+
+@dataclass(frozen=True)
+class CheckpointFinalized(Event):
+    """A checkpoint finished finalizing: restarts waiting for it may restore now."""
 
 
 @dataclass(frozen=True)

@@ -61,11 +61,13 @@ def create_task_deployment_descriptor(
     splits: Sequence[Any] = (),
     job_configuration: Mapping[str, str] | None = None,
     pipelined_root: str = "",
+    restore: tuple[int, Any] | None = None,
 ) -> TaskDeploymentDescriptor:
     """The TDD of ``execution`` (an attempt of ``vertex``) in slot ``allocation_id``.
 
     ``pipelined_root``: the directory under which PIPELINED partitions live (required when the
-    job has PIPELINED results).
+    job has PIPELINED results). ``restore``: the (checkpoint id, ``TaskStateSnapshot``) the
+    attempt starts from.
 
     Raises:
         MissingPartitionLocation: a BLOCKING input partition has no location (lost with its
@@ -142,6 +144,8 @@ def create_task_deployment_descriptor(
         state_uri=state_uri(pipelined_root, graph.job_graph.job_id, jv.id, execution.attempt_id)
         if pipelined_root else "",
         collect_root=collect_root(pipelined_root, graph.job_graph.job_id) if pipelined_root else "",
+        restore_checkpoint_id=restore[0] if restore else None,
+        task_restore=restore[1] if restore else None,
     )
 
 

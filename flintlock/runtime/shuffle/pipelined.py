@@ -19,8 +19,12 @@ Backpressure (Flink's credit-based flow control, ``taskmanager.network.memory.bu
 have at most ``max_backlog`` committed segments that its slowest consumer subtask has not
 acknowledged; ``PipelinedPartitionWriter.backlog`` tells it how far ahead it is.
 
-Checkpoints (issue 12) will add barrier fields to commit records; a subtask's progress is then the
-segment numbers it consumed per input partition plus its state.
+Checkpoint barriers (issue 12) are data-less commit records with ``barrier: n`` (and the
+checkpoint's ``location``), committed after everything the producer emitted before its snapshot.
+A reader that meets barrier n on a channel records it (``channel.barrier``); when it aligns
+(EXACTLY_ONCE) the channel is blocked, so ``poll`` reads nothing more from it, until the
+consumer has taken its own snapshot (``unblock``). With aligned barriers nothing is in flight at
+barrier n, so a restarted region starts with empty partitions.
 """
 
 from __future__ import annotations
@@ -139,6 +143,8 @@ class SegmentCommit:
             back the consumers' watermark until it commits a segment that is not idle.
         format: how the data is stored: ``"parquet"`` (a Spark-written directory per
             subpartition) or ``"arrow"`` (one Arrow IPC file per subpartition).
+        barrier: checkpoint barrier n (a record without data), or None.
+        location: the directory of checkpoint ``barrier`` (where snapshots are copied).
     """
 
     segment: int
@@ -149,12 +155,16 @@ class SegmentCommit:
     watermark: int | None = None
     idle: bool = False
     format: str = PARQUET
+    barrier: int | None = None
+    location: str = ""
 
     def to_json(self) -> str:
-        return json.dumps({"segment": self.segment, "rows": list(self.rows),
-                           "bytes": list(self.bytes), "schema": self.schema, "end": self.end,
-                           "watermark": self.watermark, "idle": self.idle,
-                           "format": self.format})
+        d = {"segment": self.segment, "rows": list(self.rows), "bytes": list(self.bytes),
+             "schema": self.schema, "end": self.end, "watermark": self.watermark,
+             "idle": self.idle, "format": self.format}
+        if self.barrier is not None:
+            d.update(barrier=self.barrier, location=self.location)
+        return json.dumps(d)
 
     @classmethod
     def from_json(cls, text: str) -> SegmentCommit:
@@ -162,7 +172,9 @@ class SegmentCommit:
         return cls(int(d["segment"]), tuple(int(r) for r in d["rows"]),
                    tuple(int(b) for b in d["bytes"]), str(d.get("schema") or ""),
                    bool(d.get("end")), None if d.get("watermark") is None else int(d["watermark"]),
-                   bool(d.get("idle")), str(d.get("format") or PARQUET))
+                   bool(d.get("idle")), str(d.get("format") or PARQUET),
+                   None if d.get("barrier") is None else int(d["barrier"]),
+                   str(d.get("location") or ""))
 
 
 def _write_atomically(fs: pafs.FileSystem, path: str, text: str) -> None:
@@ -245,11 +257,27 @@ class PipelinedPartitionWriter:
         sizes = tuple(sizes) or (0,) * n_sub
         if len(rows) != n_sub or len(sizes) != n_sub:
             raise ValueError(f"expected {n_sub} subpartition counts, got {len(rows)} and {len(sizes)}")
-        n = self.next_segment
-        record = SegmentCommit(n, tuple(rows), tuple(sizes), schema, end, watermark, idle, format)
+        return self._write(SegmentCommit(self.next_segment, tuple(rows), tuple(sizes), schema,
+                                         end, watermark, idle, format))
+
+    def commit_barrier(self, checkpoint_id: int, location: str) -> SegmentCommit:
+        """Emit checkpoint barrier ``checkpoint_id`` (a record without data) after everything
+        committed so far.
+
+        Raises:
+            RuntimeError: the partition already ended.
+        """
+        if self.ended:
+            raise RuntimeError(f"partition {self.uri} already ended")
+        n_sub = self.number_of_subpartitions
+        return self._write(SegmentCommit(self.next_segment, (0,) * n_sub, (0,) * n_sub,
+                                         barrier=checkpoint_id, location=location))
+
+    def _write(self, record: SegmentCommit) -> SegmentCommit:
+        n = record.segment
         _write_atomically(self._fs, f"{self._path}/{_COMMITS}/{n:08d}.json", record.to_json())
         self.next_segment = n + 1
-        self.ended = end
+        self.ended = record.end
         return record
 
     def acknowledged(self) -> list[int]:
@@ -276,6 +304,11 @@ class _Channel:
     ended: bool = False
     watermark: int | None = None
     idle: bool = False
+    #: the newest checkpoint barrier delivered on this channel, and where its checkpoint goes
+    barrier: int | None = None
+    location: str = ""
+    #: aligning (EXACTLY_ONCE): nothing more is read from it until ``unblock``
+    blocked: bool = False
 
 
 @dataclass(frozen=True)
@@ -320,17 +353,24 @@ class PipelinedPartitionReader:
         """Every channel delivered its end-of-partition record."""
         return all(c.ended for c in self.channels)
 
-    def poll(self, max_segments_per_channel: int) -> list[ReadableSegment]:
-        """The newly committed segments (up to the bound per channel), in order per channel."""
+    def poll(self, max_segments_per_channel: int, align: bool = False) -> list[ReadableSegment]:
+        """The newly committed segments (up to the bound per channel), in order per channel.
+
+        A barrier record is taken (``channel.barrier``) but not returned; with ``align`` its
+        channel is then blocked (nothing more is read from it until ``unblock``)."""
         out: list[ReadableSegment] = []
         for i, ch in enumerate(self.channels):
             fs, path = filesystem_and_path(ch.uri)
             taken = 0
-            while not ch.ended and taken < max_segments_per_channel:
+            while not ch.ended and not ch.blocked and taken < max_segments_per_channel:
                 text = _read_text(fs, f"{path}/{_COMMITS}/{ch.next_segment:08d}.json")
                 if text is None:
                     break
                 commit = SegmentCommit.from_json(text)
+                if commit.barrier is not None:
+                    ch.next_segment += 1
+                    ch.barrier, ch.location, ch.blocked = commit.barrier, commit.location, align
+                    continue
                 self.schema = self.schema or commit.schema
                 dirs, rows, size = [], 0, 0
                 for k in range(self.subpartition_start, self.subpartition_end + 1):
@@ -348,6 +388,13 @@ class PipelinedPartitionReader:
                 ch.idle = commit.idle
                 taken += 1
         return out
+
+    def unblock(self, up_to_barrier: int | None = None) -> None:
+        """Resume reading the channels blocked at a barrier (all, or those at a barrier
+        ``<= up_to_barrier``)."""
+        for ch in self.channels:
+            if ch.blocked and (up_to_barrier is None or (ch.barrier or 0) <= up_to_barrier):
+                ch.blocked = False
 
     def acknowledge(self) -> None:
         """Tell every producer how many of its segments this consumer has consumed."""

@@ -21,8 +21,11 @@ there was nothing to read. Pure apart from listing files; no Spark.
 ``estimated_bytes(splits)`` is what an epoch's splits are expected to hold in memory (None:
 unknown), for the choice of the segment format (``streaming_task``).
 
-Offsets (what a checkpoint will record): the generator's position; the monitored source's set of
-files read.
+Offsets (what a checkpoint records, JSON; ``offset()`` / ``restore(offset)``): the
+generator's position (``{"position": n}``); the monitored source's files read (``{"seen":
+[paths]}``); whether a bounded source was read (``{"done": true}``); a socket has none (``{}``:
+what arrived is not replayable, as in Flink). A restored rate-limited generator paces itself from
+its restored position (it does not make up for the time it was down).
 """
 
 from __future__ import annotations
@@ -72,6 +75,13 @@ class EpochSource:
     def close(self) -> None:
         """Release what the source holds open (a socket); called when the task ends."""
 
+    def offset(self) -> dict[str, Any]:
+        """Where the source stands after everything it returned so far (JSON-able)."""
+        return {}
+
+    def restore(self, offset: dict[str, Any]) -> None:
+        """Continue from ``offset`` (an ``offset()`` of an earlier attempt)."""
+
 
 class _WholeSplits(EpochSource):
     """A bounded source read whole in the first epoch."""
@@ -85,6 +95,12 @@ class _WholeSplits(EpochSource):
             return Epoch(ended=True)
         self.done = True
         return Epoch(self.splits, ended=True)
+
+    def offset(self) -> dict[str, Any]:
+        return {"done": self.done}
+
+    def restore(self, offset: dict[str, Any]) -> None:
+        self.done = bool(offset.get("done"))
 
 
 @dataclass
@@ -101,14 +117,15 @@ class _GeneratorEpochs(EpochSource):
         size = self.split.size()
         if size is not None and self.position >= size:
             return Epoch(ended=True)
-        if self.started_s is None:
-            self.started_s = now_s
-        if self.rows_per_second is None:
+        rate = None if self.rows_per_second is None else \
+            self.rows_per_second / self.split.parallelism
+        if self.started_s is None:  # a restored position counts as emitted at the start
+            self.started_s = now_s - (self.position / rate if rate else 0.0)
+        if rate is None:
             due = self.max_records
         else:
             if now_s - self.last_epoch_s < self.min_interval_s:
                 return Epoch(wait_s=self.min_interval_s - (now_s - self.last_epoch_s))
-            rate = self.rows_per_second / self.split.parallelism
             due = int((now_s - self.started_s) * rate) + 1 - self.position
             if due <= 0:
                 return Epoch(wait_s=max(0.001, self.position / rate - (now_s - self.started_s)))
@@ -125,6 +142,12 @@ class _GeneratorEpochs(EpochSource):
         self.position = end
         self.last_epoch_s = now_s
         return epoch
+
+    def offset(self) -> dict[str, Any]:
+        return {"position": self.position}
+
+    def restore(self, offset: dict[str, Any]) -> None:
+        self.position = int(offset.get("position", 0))
 
 
 @dataclass
@@ -144,6 +167,12 @@ class _MonitoredFileEpochs(EpochSource):
         if not new:
             return Epoch(wait_s=interval_s)
         return Epoch(tuple(new))
+
+    def offset(self) -> dict[str, Any]:
+        return {"seen": sorted(self.seen)}
+
+    def restore(self, offset: dict[str, Any]) -> None:
+        self.seen = set(offset.get("seen", ()))
 
 
 def estimated_bytes(splits: tuple[Any, ...]) -> int | None:

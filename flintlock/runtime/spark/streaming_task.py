@@ -23,7 +23,11 @@ The loop (ARCHITECTURE section 4b, "a streaming subtask = a loop of epochs"):
    part files stay in the attempt's temporary directory until the JobMaster commits them when the
    job finishes; print sinks print at once).
 4. Acknowledge the consumed input segments (after the output was committed).
-5. When every input ended (sources exhausted, every channel's end-of-partition seen), commit the
+5. Checkpoints (``task_checkpoints``): a source the JobMaster triggered, or a subtask whose
+   input channels all delivered barrier n, snapshots its source offset, operator state and sink
+   transactions, commits barrier n into every output partition and acknowledges. A restored
+   attempt (``tdd.task_restore``) starts from such a snapshot.
+6. When every input ended (sources exhausted, every channel's end-of-partition seen), commit the
    end-of-partition records and finish; with nothing to do, wait (idle time) and go on.
 
 ``cancel()`` works as for ``SparkStreamTask``: it interrupts the running Spark action and ends any
@@ -44,7 +48,10 @@ from typing import Any
 import pyarrow as pa
 
 from flintlock.config import options
+from flintlock.connectors.file import FileSink
 from flintlock.connectors.sinks import CollectSink
+from flintlock.runtime.checkpoint.barriers import BarrierAligner
+from flintlock.runtime.checkpoint.snapshots import TaskStateSnapshot
 from flintlock.runtime.deployment import PartitionLocation
 from flintlock.runtime.operators.specs import OperatorChain, SinkSpec, SourceSpec
 from flintlock.runtime.shuffle.pipelined import (
@@ -73,6 +80,7 @@ from flintlock.runtime.spark.epoch_sources import (
 )
 from flintlock.runtime.spark.partitions import GateRead, write_partition
 from flintlock.runtime.spark.stream_task import SparkStreamTask
+from flintlock.runtime.spark.task_checkpoints import TaskCheckpoints
 from flintlock.runtime.spark.timed_operators import TimedOperators
 from flintlock.runtime.taskmanager.invokable import TaskCancelledError
 from flintlock.runtime.taskmanager.task_execution_state import IOMetrics, TaskResult
@@ -127,6 +135,23 @@ class SparkStreamingTask(SparkStreamTask):
         self.stats = StreamingTaskStats()
         self._epoch_source: EpochSource | None = None
         self._collect_writers: dict[str, PipelinedPartitionWriter] = {}
+        conf = self._tdd.job_configuration
+        self.checkpoints = TaskCheckpoints(
+            (), _setting(conf, options.CHECKPOINTING_MODE) == "EXACTLY_ONCE",
+            _setting(conf, options.CHECKPOINTING_INTERVAL) is not None)
+
+    # ---- checkpoint RPCs (TaskExecutor thread) -------------------------------------------------
+
+    def trigger_checkpoint(self, checkpoint_id: int, location: str) -> None:
+        """A source subtask is to snapshot and emit barrier ``checkpoint_id`` (Flink
+        ``triggerCheckpointAsync``)."""
+        self.checkpoints.trigger(checkpoint_id, location)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.checkpoints.notify_complete(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        self.checkpoints.notify_aborted(checkpoint_id)
 
     def _invoke(self) -> TaskResult:
         self._check_cancelled()
@@ -165,6 +190,10 @@ class SparkStreamingTask(SparkStreamTask):
         readers = [PipelinedPartitionReader([loc.uri for loc in g.partitions], tdd.subtask_index,
                                             g.subpartition_start, g.subpartition_end)
                    for g in tdd.input_gates]
+        checkpoints = self.checkpoints
+        if readers:
+            checkpoints.aligner = BarrierAligner(readers, checkpoints.exactly_once)
+        align = checkpoints.enabled and checkpoints.exactly_once
         head = chain.nodes[0].spec
         source: EpochSource | None = None
         if isinstance(head, SourceSpec):
@@ -178,6 +207,15 @@ class SparkStreamingTask(SparkStreamTask):
                                (tdd.task_name_with_subtask(), tdd.subtask_index,
                                 tdd.number_of_subtasks))
         timed.prepare(chain)
+        restore = tdd.task_restore
+        if restore is not None:
+            if restore.finished:  # it had ended before the checkpoint: nothing more to emit
+                return self._finished_on_restore(writers, schemas)
+            if source is not None and restore.source_offset is not None:
+                source.restore(dict(restore.source_offset))
+            timed.restore(restore.operators)
+            log.info("%s: restored from checkpoint %s", tdd.task_name_with_subtask(),
+                     tdd.restore_checkpoint_id)
         sent: tuple[int | None, bool] = (None, False)  # the last (watermark, idle) committed
         last_busy_s = 0.0  # how long the last epoch ran (a source's rate limiter counts it)
         while True:
@@ -193,7 +231,7 @@ class SparkStreamingTask(SparkStreamTask):
                 input_bytes = estimated_bytes(splits)
             else:
                 splits, wait_s = (), _POLL_S
-                segments = [r.poll(backlog) for r in readers]
+                segments = [r.poll(backlog, align) for r in readers]
                 ended = all(r.ended for r in readers)
                 has_input = any(s.dirs for gate in segments for s in gate)
                 watermark = combined_watermark(readers)
@@ -223,6 +261,7 @@ class SparkStreamingTask(SparkStreamTask):
                 for w in self._collect_writers.values():
                     if not w.ended:
                         w.commit(end=True)
+            self._take_checkpoints(chain, source, timed, writers)
             for reader, taken in zip(readers, segments, strict=False):
                 if taken:
                     reader.acknowledge()
@@ -243,6 +282,45 @@ class SparkStreamingTask(SparkStreamTask):
         return TaskResult(partitions=(), committables=committables, accumulators=accumulators,
                           metrics=IOMetrics(records_in=s.records_in, records_out=s.records_out,
                                             bytes_in=s.bytes_in, bytes_out=s.bytes_out))
+
+    def _take_checkpoints(self, chain: OperatorChain, source: EpochSource | None,
+                          timed: TimedOperators, writers: list[PipelinedPartitionWriter]) -> None:
+        """Snapshot every checkpoint due now, emit its barrier and acknowledge it (or decline
+        when the snapshot cannot be written)."""
+        tdd = self._tdd
+        responder = self._env.checkpoint_responder
+        for n, location in self.checkpoints.due():
+            try:
+                directory = f"{location}/{tdd.attempt_id.job_vertex_id}/{tdd.subtask_index}"
+                operators = timed.snapshot(directory, {i: str(node.operator_id)
+                                                       for i, node in enumerate(chain.nodes)})
+                snapshot = TaskStateSnapshot(
+                    source_offset=None if source is None else source.offset(),
+                    operators=operators, sink_transactions=self.checkpoints.pre_commit(n))
+            except Exception as exc:
+                self._check_cancelled()
+                log.warning("%s: checkpoint %d declined: %s", tdd.task_name_with_subtask(), n, exc)
+                self.checkpoints.done(n)
+                if responder is not None:
+                    responder.decline(tdd.attempt_id, n, f"{type(exc).__name__}: {exc}")
+                continue
+            for w in writers:
+                if not w.ended:
+                    w.commit_barrier(n, location)
+            self.checkpoints.done(n)
+            log.debug("%s: snapshot of checkpoint %d taken (%d bytes of state)",
+                      tdd.task_name_with_subtask(), n, snapshot.state_size)
+            if responder is not None:
+                responder.acknowledge(tdd.attempt_id, n, snapshot)
+
+    def _finished_on_restore(self, writers: list[PipelinedPartitionWriter],
+                             schemas: list[str]) -> TaskResult:
+        self._commit_end(writers, schemas)
+        for w in self._collect_writers.values():
+            w.commit(end=True)
+        log.info("%s: had finished at checkpoint %s; ends at once",
+                 self._tdd.task_name_with_subtask(), self._tdd.restore_checkpoint_id)
+        return TaskResult(partitions=(), committables={}, accumulators={}, metrics=IOMetrics())
 
     def _pause(self, seconds: float) -> None:
         """Idle wait that a cancel ends at once."""
@@ -348,10 +426,16 @@ class SparkStreamingTask(SparkStreamTask):
                     writer.commit((rows,), (size,), format=ARROW)
                 continue
             committable, _, rows = write_sink(
-                df, sink, job_id=str(tdd.job_id), attempt=self._tag,
+                df, sink, job_id=str(tdd.job_id),
+                attempt=self.checkpoints.transaction_attempt(self._tag),
                 subtask_index=tdd.subtask_index, parallelism=tdd.number_of_subtasks,
                 print_fn=self._env.print_fn, run=self._run, append=True,
             )
+            if committable is not None and self.checkpoints.enabled and \
+                    isinstance(sink, FileSink):
+                # the attempt's transactions not published by a checkpoint go with the job
+                self.checkpoints.wrote(sink_index, str(committable))
+                committable = sink.temporary_dir(str(tdd.job_id), self._tag)
             if committable is not None:
                 committables[sink_index] = committable
             self.stats.records_out += rows

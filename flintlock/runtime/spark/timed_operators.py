@@ -14,7 +14,10 @@ into the commit record of every output segment. ``due()`` says whether a timer o
 although no input arrived (a timer epoch over empty input).
 
 State tables: ``<state_uri>/<node index>/v-<n>`` (Parquet written by Spark); version n is the
-state after the task's n-th stateful epoch. Checkpoints (issue 12) will name these versions.
+state after the task's n-th stateful epoch. A checkpoint copies the current version of each
+operator into the checkpoint directory (``snapshot``: files copied, no Spark job; Flink's full
+snapshot of a ``HashMapStateBackend``); a restored attempt reads that copy as its version 0
+(``restore``) and never deletes it.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flintlock.api.watermarks import ROWTIME_COLUMN
+from flintlock.runtime.checkpoint.snapshots import OperatorStateHandle
 from flintlock.runtime.operators import specs as S
 from flintlock.runtime.operators.time_specs import (
     SideOutputSpec,
@@ -54,9 +58,18 @@ class StateTable:
         self.version = -1
         self.rows = 0
         self.ddl = ""
+        #: a restored version: its path (read-only, owned by the checkpoint)
+        self._restored: tuple[int, str] | None = None
 
     def path(self, version: int) -> str:
+        if self._restored is not None and self._restored[0] == version:
+            return self._restored[1]
         return f"{self.uri}/v-{version}"
+
+    def restore(self, path: str, rows: int, ddl: str) -> None:
+        """Start from a checkpoint's copy at ``path`` (version 0, never deleted here)."""
+        self.version, self.rows, self.ddl = 0, rows, ddl
+        self._restored = (0, path.rstrip("/"))
 
     def read(self, spark: Any, sub: str = "") -> Any:
         """The newest version (None when empty)."""
@@ -69,7 +82,7 @@ class StateTable:
         previous (the previous may still be read by the epoch's outputs)."""
         self.version += 1
         self.rows, self.ddl = rows, ddl or self.ddl
-        if self.version >= 2:
+        if self.version >= 2 and not (self._restored and self._restored[0] == self.version - 2):
             fs, path = filesystem_and_path(self.path(self.version - 2))
             try:
                 fs.delete_dir(path)
@@ -189,6 +202,38 @@ class TimedOperators:
                 return True
         return False
 
+    # ---- checkpoints ----------------------------------------------------------------------------
+
+    def snapshot(self, directory: str, operator_ids: dict[int, str]) -> tuple[OperatorStateHandle, ...]:
+        """Copy every operator's current state version under ``directory/<node>`` and describe
+        it (called between epochs, so each version is the state after a whole epoch).
+
+        Raises:
+            OSError: the checkpoint directory cannot be written.
+        """
+        handles = []
+        for index, st in sorted(self.nodes.items()):
+            state_dir, size, rows, ddl = "", 0, 0, ""
+            if st.table is not None and st.table.version >= 0:
+                rows, ddl = st.table.rows, st.table.ddl
+                state_dir = f"{directory.rstrip('/')}/{index}"
+                size = _copy_tree(st.table.path(st.table.version), state_dir)
+            handles.append(OperatorStateHandle(
+                index, operator_ids.get(index, ""), state_dir, rows, ddl, st.watermark,
+                st.next_event, st.next_processing, st.max_timestamp, size))
+        return tuple(handles)
+
+    def restore(self, handles: tuple[OperatorStateHandle, ...]) -> None:
+        """Start from a checkpoint's operator states (after ``prepare``)."""
+        for h in handles:
+            st = self.nodes.setdefault(h.node, _Node())
+            st.watermark = MIN_WATERMARK if h.watermark is None else h.watermark
+            st.next_event, st.next_processing = h.next_event, h.next_processing
+            st.max_timestamp = h.max_timestamp
+            if h.state_dir:
+                st.table = StateTable(f"{self.state_uri}/{h.node}")
+                st.table.restore(h.state_dir, h.rows, h.ddl)
+
     # ---- nodes ----------------------------------------------------------------------------------
 
     def apply(self, index: int, node: S.ChainedNode, df: Any, where: str) -> Any:
@@ -196,8 +241,9 @@ class TimedOperators:
         st = self.nodes.get(index)
         if st is None:
             st = self.nodes[index] = _Node()
-            if self.streaming and isinstance(spec, (WindowSpec, StatefulProcessSpec)):
-                st.table = StateTable(f"{self.state_uri}/{index}")
+        if st.table is None and self.streaming and isinstance(spec, (WindowSpec,
+                                                                     StatefulProcessSpec)):
+            st.table = StateTable(f"{self.state_uri}/{index}")
         if isinstance(spec, WatermarkAssignerSpec):
             return self._assign(st, spec, df, where)
         if isinstance(spec, SideOutputSpec):
@@ -298,6 +344,26 @@ class TimedOperators:
             ddl = input_ddl_of(df)
         table.committed(int(seen.get("rows") or 0), ddl)
         return seen
+
+
+def _copy_tree(source: str, target: str) -> int:
+    """Copy the files under ``source`` to ``target`` (same layout); returns the bytes copied."""
+    import pyarrow.fs as pafs
+
+    src_fs, src = filesystem_and_path(source)
+    dst_fs, dst = filesystem_and_path(target)
+    size = 0
+    infos = src_fs.get_file_info(pafs.FileSelector(src, recursive=True, allow_not_found=True))
+    dst_fs.create_dir(dst, recursive=True)
+    for info in infos:
+        rel = info.path[len(src):].lstrip("/")
+        if info.type == pafs.FileType.Directory:
+            dst_fs.create_dir(f"{dst}/{rel}", recursive=True)
+        elif info.type == pafs.FileType.File:
+            pafs.copy_files(info.path, f"{dst}/{rel}", source_filesystem=src_fs,
+                            destination_filesystem=dst_fs)
+            size += info.size or 0
+    return size
 
 
 def _assigner_settings(spec: WatermarkAssignerSpec) -> dict[str, Any]:

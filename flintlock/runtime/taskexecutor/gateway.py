@@ -122,6 +122,30 @@ class TaskExecutorGateway(Protocol):
         """The ResourceManager dropped this TaskExecutor: re-register."""
         ...
 
+    # ---- checkpoints (Flink triggerCheckpoint / confirmCheckpoint / abortCheckpoint) ----------
+
+    async def trigger_checkpoint(self, attempt_id: ExecutionAttemptID, checkpoint_id: int,
+                                 timestamp_ms: int, location: str) -> Acknowledge:
+        """Have a running source subtask snapshot and emit barrier ``checkpoint_id``; its state
+        goes under ``location``.
+
+        Raises:
+            TaskSubmissionException: the attempt is not running here.
+        """
+        ...
+
+    @oneway
+    async def notify_checkpoint_complete(self, attempt_id: ExecutionAttemptID,
+                                         checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` completed (its sink transactions are published)."""
+        ...
+
+    @oneway
+    async def notify_checkpoint_aborted(self, attempt_id: ExecutionAttemptID,
+                                        checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` was aborted: stop aligning it."""
+        ...
+
     # ---- logs and metrics (Flink requestLogList / requestFileUploadByName / metric queries) ----
 
     async def request_log_list(self) -> tuple[LogInfo, ...]:

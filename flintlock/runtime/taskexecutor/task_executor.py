@@ -52,6 +52,7 @@ from flintlock.runtime.resourcemanager.gateway import (
 from flintlock.runtime.rpc.endpoint import RpcEndpoint
 from flintlock.runtime.rpc.messages import ACK, Acknowledge
 from flintlock.runtime.rpc.service import RpcService
+from flintlock.runtime.taskexecutor.checkpoints import TaskExecutorCheckpoints
 from flintlock.runtime.taskexecutor.exceptions import (
     RegistrationTimeoutException,
     SlotAllocationException,
@@ -116,7 +117,7 @@ class _JobManagerHeartbeatListener:
                               tell_job_master=True)
 
 
-class TaskExecutor(RpcEndpoint):
+class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
     """The TaskManager's RPC endpoint (implements ``TaskExecutorGateway``).
 
     Registers itself at ``rpc_service`` on construction (``address`` is known before ``start``).
@@ -436,7 +437,7 @@ class TaskExecutor(RpcEndpoint):
         # the JobMaster may deploy before its offer reply reached us (Flink tryMarkSlotActive)
         self._table.try_mark_slot_active(tdd.job_id, tdd.allocation_id)
         task = Task(tdd, self._observability.task_services, self._task_state_callback,
-                    str(self.resource_id))
+                    str(self.resource_id), self.checkpoint_responder(tdd.job_id))
         self._observability.task_deployed(tdd)
         self._table.add_task(tdd.allocation_id, tdd.job_id, tdd.attempt_id, task)
         if tdd.attempt_id in self._cancelled_before_submit:

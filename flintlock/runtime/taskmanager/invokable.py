@@ -36,6 +36,8 @@ class RuntimeEnvironment:
         cancelled: set when the task is cancelled.
         configuration: the job's effective configuration (Flink keys -> strings).
         print_fn: where print sinks write lines (the TaskManager's stdout by default).
+        checkpoint_responder: sends checkpoint acknowledgements and declines to the JobMaster
+            (``spark.task_checkpoints.CheckpointResponder``); None where there is none (tests).
     """
 
     tdd: TaskDeploymentDescriptor
@@ -43,6 +45,7 @@ class RuntimeEnvironment:
     cancelled: threading.Event = field(default_factory=threading.Event)
     configuration: Mapping[str, str] = field(default_factory=dict)
     print_fn: Callable[[str], None] = print
+    checkpoint_responder: Any = None
 
 
 @runtime_checkable

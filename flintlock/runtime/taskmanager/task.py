@@ -66,6 +66,8 @@ class Task:
         on_state_change: called with every state change (from the task thread or the cancelling
             thread); must not block and must not touch endpoint state directly.
         task_manager: the ResourceID text of the TaskExecutor, put into each report.
+        checkpoint_responder: where the invokable's checkpoint acknowledgements go (its
+            ``RuntimeEnvironment.checkpoint_responder``).
     """
 
     def __init__(
@@ -74,8 +76,10 @@ class Task:
         services: Mapping[str, Any],
         on_state_change: Callable[[TaskExecutionState], None],
         task_manager: str = "",
+        checkpoint_responder: Any = None,
     ) -> None:
         self.tdd = tdd
+        self._checkpoint_responder = checkpoint_responder
         self._services = services
         self._on_state_change = on_state_change
         self._task_manager = task_manager
@@ -137,6 +141,24 @@ class Task:
     def cancel(self) -> None:
         """Cancel the task; thread-safe and idempotent."""
         self._cancel_or_fail(None)
+
+    def trigger_checkpoint(self, checkpoint_id: int, location: str) -> bool:
+        """Ask a RUNNING invokable to snapshot and emit barrier ``checkpoint_id`` (Flink
+        ``Task.triggerCheckpointBarrier``); False when it is not running or takes no
+        checkpoints (the JobMaster then declines the checkpoint)."""
+        invokable = self._invokable
+        trigger = getattr(invokable, "trigger_checkpoint", None)
+        if self._state is not _E.RUNNING or trigger is None:
+            return False
+        trigger(checkpoint_id, location)
+        return True
+
+    def notify_checkpoint(self, checkpoint_id: int, complete: bool) -> None:
+        """Checkpoint ``checkpoint_id`` completed (or was aborted); ignored when not running."""
+        name = "notify_checkpoint_complete" if complete else "notify_checkpoint_aborted"
+        notify = getattr(self._invokable, name, None)
+        if self._state is _E.RUNNING and notify is not None:
+            notify(checkpoint_id)
 
     def fail_externally(self, cause: str | BaseException) -> None:
         """Fail the task from outside (its slot is freed, its JobMaster is gone); thread-safe."""
@@ -270,7 +292,8 @@ class Task:
             if not self.transition_state(_E.DEPLOYING, _E.INITIALIZING):
                 return
             env = RuntimeEnvironment(self.tdd, self._services, self._cancelled,
-                                     self.tdd.job_configuration)
+                                     self.tdd.job_configuration,
+                                     checkpoint_responder=self._checkpoint_responder)
             invokable = cls(env)
             self._invokable = invokable
             if self._cancelled.is_set():

@@ -110,6 +110,20 @@ class ExecutionFailureHandler:
         )
 
 
+    def global_failure(self, vertices: frozenset[ExecutionVertexID], entry: ExceptionHistoryEntry,
+                       now: float) -> FailureHandlingResult:
+        """A failure of the job as a whole (Flink ``getGlobalFailureHandlingResult``, e.g. too
+        many failed checkpoints): restart every vertex if the back-off strategy allows."""
+        if entry.error.non_recoverable:
+            return FailureHandlingResult.unrecoverable(entry)
+        new_attempt = self.restart_backoff.notify_failure(now)
+        if not self.restart_backoff.can_restart(now):
+            return FailureHandlingResult.unrecoverable(entry)
+        return FailureHandlingResult(entry, can_restart=True, vertices_to_restart=vertices,
+                                     restart_delay_s=self.restart_backoff.backoff_time_s(now),
+                                     new_attempt=new_attempt)
+
+
 @dataclass(eq=False)
 class PendingRestart:
     """Vertices being cancelled for a restart; restarted once the back-off elapsed."""

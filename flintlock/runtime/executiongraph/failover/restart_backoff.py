@@ -188,14 +188,18 @@ def restart_backoff_from_configuration(
     configuration: Configuration | Mapping[str, Any],
     rng: Callable[[], float] = random.random,
 ) -> RestartBackoffTimeStrategy:
-    """The strategy ``restart-strategy.type`` selects (none when unset: no checkpointing yet).
+    """The strategy ``restart-strategy.type`` selects. Unset: exponential-delay when
+    checkpointing is on (``execution.checkpointing.interval``), else none (Flink
+    ``RestartBackoffTimeStrategyFactoryLoader``).
 
     Raises:
         IllegalConfigurationException: a bad value of one of the ``restart-strategy.*`` keys.
     """
     conf = configuration if isinstance(configuration, Configuration) else Configuration(configuration)
     kind = conf.get(options.RESTART_STRATEGY)
-    kind = (kind or "none").lower()
+    if kind is None:
+        kind = "exponential-delay" if conf.get(options.CHECKPOINTING_INTERVAL) else "none"
+    kind = kind.lower()
     try:
         if kind in ("none", "off", "disable"):
             return NoRestartBackoffTimeStrategy()
