@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from flintlock.runtime.checkpoint.stats import CheckpointStatsSnapshot
 from flintlock.runtime.ids import ExecutionAttemptID, JobID, JobVertexID
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
 from flintlock.runtime.metrics.live_task_metrics import LiveTaskMetrics
@@ -182,6 +183,9 @@ class ArchivedExecutionGraph:
     #: epoch ms at which the pending restart may begin (once its tasks are cancelled); None
     #: unless the job is RESTARTING
     next_restart_attempt_ms: int | None = None
+    #: checkpoint statistics and configuration (``/jobs/:jobid/checkpoints``); None when the job
+    #: does not checkpoint (BATCH, no checkpoint interval) or its JobMaster has not started
+    checkpoint_stats: CheckpointStatsSnapshot | None = None
 
     def root_exception_history(self) -> list[RootExceptionHistoryEntry]:
         """The failures grouped per failover, oldest first (``group_exception_history`` of the

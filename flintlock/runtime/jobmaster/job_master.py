@@ -18,7 +18,7 @@ import concurrent.futures
 import functools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from flintlock.config import options
@@ -26,6 +26,7 @@ from flintlock.config.configuration import Configuration
 from flintlock.runtime.checkpoint import storage as checkpoint_storage
 from flintlock.runtime.checkpoint.coordinator import CheckpointSettings
 from flintlock.runtime.checkpoint.snapshots import TaskStateSnapshot
+from flintlock.runtime.checkpoint.stats import snapshot_stats
 from flintlock.runtime.clock import Clock
 from flintlock.runtime.executiongraph.archived import (
     ArchivedExecutionGraph,
@@ -355,7 +356,9 @@ class JobMaster(RpcEndpoint):
 
     def _on_job_terminated(self, result: JobResult) -> None:
         assert self.graph is not None and self.scheduler is not None
-        archived = self.graph.archive(self.clock.now_ms(), self.scheduler.pending_slot_requests())
+        if self.checkpointing is not None:  # pending checkpoints end as FAILED in the archive
+            self.checkpointing.job_terminated(self.graph.state)
+        archived = self._archive()
         cause = f"job {self.job_id} reached {self.graph.state.name}"
         if self._rm is not None:
             self._send(self._rm.disconnect_job_manager(self.job_id, cause), _log_failure("disconnect RM"))
@@ -369,8 +372,6 @@ class JobMaster(RpcEndpoint):
 
     def _report_terminal(self, archived: ArchivedExecutionGraph, result: JobResult) -> None:
         self.job_result = result
-        if self.checkpointing is not None:
-            self.checkpointing.job_terminated(archived.state)
         self._io_executor.shutdown(wait=False)
         if self._pipelined_root:  # submitted now: runs even when this endpoint stops next
             asyncio.get_running_loop().run_in_executor(
@@ -546,7 +547,15 @@ class JobMaster(RpcEndpoint):
             if self._archived_without_graph is not None:
                 return self._archived_without_graph
             raise RuntimeError(f"job {self.job_id}: JobMaster not started")
-        return self.graph.archive(self.clock.now_ms(), self.scheduler.pending_slot_requests())
+        return self._archive()
+
+    def _archive(self) -> ArchivedExecutionGraph:
+        """The graph's snapshot with the checkpoint statistics (REST, CLI, job result store)."""
+        assert self.graph is not None and self.scheduler is not None
+        return replace(
+            self.graph.archive(self.clock.now_ms(), self.scheduler.pending_slot_requests()),
+            checkpoint_stats=(None if self.checkpointing is None
+                              else snapshot_stats(self.checkpointing.coordinator)))
 
     async def request_job_status(self) -> JobStatus:
         if self.graph is None:

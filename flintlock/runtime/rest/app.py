@@ -21,6 +21,7 @@ from flintlock.runtime.dispatcher.gateway import DispatcherGateway
 from flintlock.runtime.logs.files import LogDirectory
 from flintlock.runtime.rest.errors import handle_exception
 from flintlock.runtime.rest.handlers import (
+    checkpoints,
     cluster,
     jars,
     jobmanager,
@@ -89,7 +90,8 @@ def create_app(
         jars=JarStore(configuration.get(WEB_UPLOAD_DIR)),
     )
     for router in (cluster.router, jobs.router, submit.router, metrics.router, vertices.router,
-                   streaming.router, taskmanagers.router, jobmanager.router, jars.router):
+                   streaming.router, checkpoints.router, taskmanagers.router, jobmanager.router,
+                   jars.router):
         app.include_router(router, prefix=API_VERSION_PREFIX)
         app.include_router(router, include_in_schema=False)
     mount_web_ui(app, configuration)

@@ -2,7 +2,9 @@
 
 ``/jobs/:jid/vertices/:vid/metrics`` (``"<subtask>.<metric>"``), ``.../subtasks/metrics``
 (aggregated over subtasks: ``get``, ``agg``, ``subtasks``), ``.../subtasks/:i/metrics``,
-``/jobs/:jid/metrics`` (``numRestarts``, ``uptime``, ``restartingTime``),
+``/jobs/:jid/metrics`` (``numRestarts``, ``uptime``, ``restartingTime`` and the checkpoint
+metrics of ``checkpoint.stats.checkpoint_metric_values``: ``numberOfCompletedCheckpoints``,
+``lastCheckpointDuration`` (ms), ``lastCheckpointSize`` (bytes), ...),
 ``/taskmanagers/:tmid/metrics`` and ``/jobmanager/metrics``. Without ``get`` each lists the
 available metric ids. Names and meanings: ``flintlock.runtime.metrics``.
 """
@@ -13,6 +15,7 @@ from typing import Annotated, Any
 
 from fastapi import Query
 
+from flintlock.runtime.checkpoint.stats import checkpoint_metric_values
 from flintlock.runtime.concurrency import run_blocking
 from flintlock.runtime.ids import JobID
 from flintlock.runtime.metrics.job_manager_metrics import (
@@ -59,7 +62,8 @@ def _select(available: dict[str, float], get: str | None) -> list[dict[str, str]
 @router.get("/jobs/{jobid}/metrics", tags=["metrics"], summary="Job-scope metrics of a job.")
 async def job_metric_list(jobid: str, ctx: Ctx, get: Get = None) -> list[dict[str, str]]:
     graph = await ctx.dispatcher.request_job(parse_id(JobID, "jobid", jobid))
-    return _select(job_metric_values(graph, ctx.now_ms()), get)
+    return _select({**job_metric_values(graph, ctx.now_ms()),
+                    **checkpoint_metric_values(graph.checkpoint_stats)}, get)
 
 
 @router.get(_VERTEX + "/metrics", tags=["metrics"], summary="Task metrics of a job vertex.")
