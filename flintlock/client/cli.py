@@ -1,10 +1,21 @@
-"""The ``flintlock`` command line (Flink ``CliFrontend``): ``run`` and ``info``.
+"""The ``flintlock`` command line (Flink ``CliFrontend``): ``run``, ``info``, ``savepoint``, ``stop``.
 
-``flintlock run [-p N] [-D key=value ...] program.py [args]`` runs the program's main; each
-``execute()`` runs where ``flintlock.client.target`` decides (the configured session cluster, one
-that ``flintlock cluster start`` left running, else a local cluster), with live progress, and ends
-with the JobID, runtime and status, or the root cause and exit code 1. ``flintlock info program.py [args]`` prints the plan JSON
-of each job the program would run and runs nothing.
+``flintlock run [-p N] [-D key=value ...] [-s PATH [-n]] program.py [args]`` runs the program's
+main; each ``execute()`` runs where ``flintlock.client.target`` decides (the configured session
+cluster, one that ``flintlock cluster start`` left running, else a local cluster), with live
+progress, and ends with the JobID, runtime and status, or the root cause and exit code 1. ``-s``
+(``execution.savepoint.path``) starts the program's jobs from a savepoint, ``-n``
+(``execution.savepoint.ignore-unclaimed-state``) lets them drop state no operator claims.
+``flintlock info program.py [args]`` prints the plan JSON of each job the program would run and
+runs nothing.
+
+``flintlock savepoint JOBID [TARGETDIRECTORY]`` and ``flintlock stop [-p DIR] JOBID`` take a
+savepoint of a job on a session cluster over REST (Flink ``CliFrontend.savepoint`` / ``stop``:
+``POST /jobs/:jobid/savepoints`` or ``/stop``, then polling ``/jobs/:jobid/savepoints/:triggerid``)
+and print Flink's lines. ``stop`` cancels the job after the savepoint (it ends CANCELED; Flink's
+ends FINISHED). Without a directory the cluster's ``state.savepoints.dir`` is used. Failures (an
+unknown job, no directory, a failed savepoint with its cause, no cluster) print ``Error: ...`` and
+exit with code 1.
 """
 
 from __future__ import annotations
@@ -13,20 +24,38 @@ import json
 import logging
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
 from flintlock.client.context import ClientContext
-from flintlock.client.job_client import JobExecutionException
+from flintlock.client.job_client import (
+    JobExecutionException,
+    SavepointException,
+    wait_for_savepoint,
+)
 from flintlock.client.program import (
     ProgramInvocationException,
     ProgramMissingJobException,
     run_program,
 )
+from flintlock.client.remote import rest_client_for
+from flintlock.client.rest_cluster_client import (
+    ClusterNotReachableException,
+    RestClientException,
+    RestClusterClient,
+)
 from flintlock.client.target import resolve_execution_target
-from flintlock.config import Configuration, IllegalConfigurationException
+from flintlock.config import (
+    Configuration,
+    IllegalConfigurationException,
+    load_cluster_configuration,
+)
+from flintlock.config.options import SAVEPOINT_IGNORE_UNCLAIMED, SAVEPOINT_PATH
 from flintlock.exceptions import FlintlockException
+from flintlock.runtime.ids import JobID
 
 __all__ = ["cli", "main"]
 
@@ -38,7 +67,7 @@ def _overrides(parallelism: int | None, dynamic: tuple[str, ...]) -> Configurati
     return conf
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _fail(message: str, code: int = 1) -> NoReturn:
     click.echo(message, err=True)
     sys.exit(code)
 
@@ -90,6 +119,18 @@ def _apply_jobmanager(conf: Configuration, value: str) -> None:
     conf.set_string("execution.target", "remote")
 
 
+def _apply_savepoint_restore(conf: Configuration, path: str | None,
+                             allow_non_restored: bool) -> None:
+    """``run -s PATH`` / ``-n``: Flink's ``SavepointRestoreSettings`` as configuration keys (they
+    win over the same keys given with ``-D``)."""
+    if path is not None:
+        if not path.strip():
+            raise IllegalConfigurationException("-s/--fromSavepoint: the path is empty")
+        conf.set(SAVEPOINT_PATH, path)
+    if allow_non_restored:
+        conf.set(SAVEPOINT_IGNORE_UNCLAIMED, "true")
+
+
 _parallelism = click.option("-p", "--parallelism", type=click.IntRange(min=1), default=None,
                             help="Default parallelism of the program's jobs.")
 _program_command = cli.command(
@@ -104,11 +145,20 @@ _program_command = cli.command(
                    "else one `flintlock cluster start` left running, else local).")
 @_jobmanager_option
 @click.option("-d", "--detached", is_flag=True, help="Submit and return the JobID at once.")
+@click.option("-s", "--fromSavepoint", "--from-savepoint", "from_savepoint", metavar="PATH",
+              default=None,
+              help="Start the jobs from this savepoint or retained checkpoint (its directory or "
+                   "_metadata file; sets execution.savepoint.path).")
+@click.option("-n", "--allow-non-restored-state", "--allowNonRestoredState", "allow_non_restored",
+              is_flag=True,
+              help="Skip savepoint state no operator of the program claims (sets "
+                   "execution.savepoint.ignore-unclaimed-state).")
 @_dynamic
 @click.argument("program", type=click.Path(dir_okay=False))
 @_program_args
 def run(parallelism: int | None, target: str | None, jobmanager: str | None, detached: bool,
-        dynamic: tuple[str, ...], program: str, args: tuple[str, ...]) -> None:
+        from_savepoint: str | None, allow_non_restored: bool, dynamic: tuple[str, ...],
+        program: str, args: tuple[str, ...]) -> None:
     """Run PROGRAM's main; every execute() becomes a job."""
     try:
         overrides = _overrides(parallelism, dynamic)
@@ -116,6 +166,7 @@ def run(parallelism: int | None, target: str | None, jobmanager: str | None, det
             _apply_jobmanager(overrides, jobmanager)
         if target is not None:
             overrides.set_string("execution.target", target)
+        _apply_savepoint_restore(overrides, from_savepoint, allow_non_restored)
         overrides, where = resolve_execution_target(overrides)
     except IllegalConfigurationException as exc:
         _fail(f"Error: {exc}")
@@ -140,6 +191,94 @@ def info(parallelism: int | None, dynamic: tuple[str, ...], program: str,
     assert context.capture_plans is not None
     for job_graph in context.capture_plans:
         click.echo(json.dumps(dict(job_graph.plan), indent=2))
+
+
+# ---- savepoints ---------------------------------------------------------------------------------
+
+#: how long `savepoint` and `stop` wait for the savepoint (the cluster fails one that takes
+#: longer than its checkpoint timeout)
+SAVEPOINT_WAIT_S = 600.0
+
+
+def _cluster_client(jobmanager: str | None, dynamic: tuple[str, ...]) -> RestClusterClient:
+    """A REST client of the cluster ``-m`` / ``config.yaml`` / ``-D`` name (exits on bad input)."""
+    try:
+        conf = load_cluster_configuration().add_all(_overrides(None, dynamic))
+        if jobmanager is not None:
+            _apply_jobmanager(conf, jobmanager)
+    except IllegalConfigurationException as exc:
+        _fail(f"Error: {exc}")
+    return rest_client_for(conf)
+
+
+def _check_job_id(job_id: str) -> None:
+    try:
+        JobID.from_hex(job_id)
+    except ValueError:
+        _fail(f"Error: {job_id!r} is not a job id (32 hexadecimal characters; `flintlock list` "
+              "shows them).")
+
+
+def _take_savepoint(jobmanager: str | None, dynamic: tuple[str, ...], job_id: str,
+                    trigger: Callable[[RestClusterClient], str], say_waiting: bool) -> str:
+    """Trigger with ``trigger(client)`` (a trigger id), poll its status; the savepoint's path.
+
+    Exits with code 1 and ``Error: ...`` when the cluster is not reachable, refuses the request
+    (unknown job, no secret, bad input) or the savepoint fails (with its cause).
+    """
+    with _cluster_client(jobmanager, dynamic) as client:
+        try:
+            trigger_id = trigger(client)
+            if say_waiting:
+                click.echo("Waiting for response...")
+            return wait_for_savepoint(lambda: client.savepoint_status(job_id, trigger_id),
+                                      SAVEPOINT_WAIT_S)
+        except RestClientException as exc:
+            _fail(f"Error: the savepoint of job {job_id} was refused ({exc.status_code}): "
+                  f"{'; '.join(exc.errors) or 'no details'}")
+        except SavepointException as exc:
+            _fail(f"Error: the savepoint of job {job_id} failed: {exc}")
+        except (ClusterNotReachableException, TimeoutError) as exc:
+            _fail(f"Error: {exc}")
+
+
+_cluster_option = click.option(
+    "-m", "--jobmanager", metavar="HOST:PORT", default=None,
+    help="REST address of the cluster (default: rest.address:rest.port, else the cluster "
+         "`flintlock cluster start` left running).")
+
+
+@cli.command("savepoint")
+@_cluster_option
+@_dynamic
+@click.argument("job_id", metavar="JOBID")
+@click.argument("target_directory", metavar="[TARGETDIRECTORY]", required=False)
+def savepoint(jobmanager: str | None, dynamic: tuple[str, ...], job_id: str,
+              target_directory: str | None) -> None:
+    """Take a savepoint of the running job JOBID (into TARGETDIRECTORY, else the cluster's
+    state.savepoints.dir); the job keeps running."""
+    _check_job_id(job_id)
+    click.echo(f"Triggering savepoint for job {job_id}.")
+    path = _take_savepoint(jobmanager, dynamic, job_id,
+                           lambda c: c.trigger_savepoint(job_id, target_directory, False), True)
+    click.echo(f"Savepoint completed. Path: {path}")
+    click.echo("You can resume your program from this savepoint with the run command.")
+
+
+@cli.command("stop")
+@click.option("-p", "--savepoint-path", "--savepointPath", "savepoint_path", metavar="DIR",
+              default=None, help="Directory of the savepoint (default: state.savepoints.dir).")
+@_cluster_option
+@_dynamic
+@click.argument("job_id", metavar="JOBID")
+def stop(savepoint_path: str | None, jobmanager: str | None, dynamic: tuple[str, ...],
+         job_id: str) -> None:
+    """Stop the job JOBID with a savepoint: take one, then cancel the job (it ends CANCELED)."""
+    _check_job_id(job_id)
+    click.echo(f"Suspending job {job_id}.")
+    path = _take_savepoint(jobmanager, dynamic, job_id,
+                           lambda c: c.stop_with_savepoint(job_id, savepoint_path), False)
+    click.echo(f"Savepoint completed. Path: {path}")
 
 
 def _register_cluster_commands() -> None:

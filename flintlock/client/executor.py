@@ -20,7 +20,11 @@ import threading
 from typing import Any
 
 from flintlock.client.context import ProgramPlanCaptured, current_context
-from flintlock.client.job_client import JobExecutionResult, PollingJobClient
+from flintlock.client.job_client import (
+    JobExecutionResult,
+    PollingJobClient,
+    wait_for_savepoint,
+)
 from flintlock.client.progress import stderr_console
 from flintlock.config import Configuration
 from flintlock.config.options import EXECUTION_TARGET, LOCAL_TASKMANAGERS, TASK_SLOTS
@@ -188,6 +192,18 @@ class MiniClusterJobClient(PollingJobClient):
     def send_coordination_request(self, operator_id: str, request: dict[str, Any]) -> dict[str, Any]:
         return self._loop.run(self._cluster.dispatcher_gateway.deliver_coordination_request(
             self._job_id, operator_id, request))
+
+    def trigger_savepoint(self, target_directory: str | None = None, cancel_job: bool = False,
+                          timeout_s: float = 600.0) -> str:
+        dispatcher = self._cluster.dispatcher_gateway
+        trigger = self._loop.run(dispatcher.trigger_savepoint(self._job_id, target_directory,
+                                                              cancel_job))
+        return wait_for_savepoint(
+            lambda: self._loop.run(dispatcher.savepoint_status(self._job_id, trigger)), timeout_s)
+
+    def stop_with_savepoint(self, target_directory: str | None = None,
+                            timeout_s: float = 600.0) -> str:
+        return self.trigger_savepoint(target_directory, True, timeout_s)
 
     def _result(self) -> JobResult | None:
         return self._loop.run(self._cluster.dispatcher_gateway.request_job_result(self._job_id))

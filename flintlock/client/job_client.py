@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,7 +23,9 @@ __all__ = [
     "JobExecutionException",
     "JobExecutionResult",
     "PollingJobClient",
+    "SavepointException",
     "job_result_to_execution_result",
+    "wait_for_savepoint",
 ]
 
 log = logging.getLogger(__name__)
@@ -120,6 +122,21 @@ class JobClient(Protocol):
         flintlock has one: a STREAMING job's collect sink, see ``collect_coordinator``)."""
         ...
 
+    def trigger_savepoint(self, target_directory: str | None = None, cancel_job: bool = False,
+                          timeout_s: float = 600.0) -> str:
+        """Take a savepoint (into ``target_directory``, else ``state.savepoints.dir``) and return
+        its path; ``cancel_job`` cancels the job after it (Flink ``JobClient.triggerSavepoint``).
+
+        Raises:
+            SavepointException: it failed (the message says why). TimeoutError: not done in time.
+        """
+        ...
+
+    def stop_with_savepoint(self, target_directory: str | None = None,
+                            timeout_s: float = 600.0) -> str:
+        """Take a savepoint and cancel the job (``flintlock stop``); returns its path."""
+        ...
+
     def get_job_execution_result(self, timeout_s: float | None = None) -> JobExecutionResult:
         """Wait for the job to end.
 
@@ -128,6 +145,31 @@ class JobClient(Protocol):
             TimeoutError: still running after ``timeout_s``.
         """
         ...
+
+
+class SavepointException(FlintlockException):
+    """A savepoint failed (the message has the cause)."""
+
+
+def wait_for_savepoint(status: Callable[[], Mapping[str, Any]], timeout_s: float) -> str:
+    """Poll a savepoint operation (``Dispatcher.savepoint_status`` / REST
+    ``GET /jobs/:jobid/savepoints/:triggerid``) until it is done; returns its path.
+
+    Raises:
+        SavepointException: it failed. TimeoutError: still in progress after ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        answer = status()
+        if (answer.get("status") or {}).get("id") == "COMPLETED":
+            operation = answer.get("operation") or {}
+            if "location" in operation:
+                return str(operation["location"])
+            cause = operation.get("failure-cause") or {}
+            raise SavepointException(str(cause.get("stack-trace") or cause or "savepoint failed"))
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the savepoint is still in progress after {timeout_s:g} s")
+        time.sleep(0.1)
 
 
 #: how often a waiting client without progress bars looks for failures and restarts (seconds)

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flintlock.client.job_client import PollingJobClient
+from flintlock.client.job_client import PollingJobClient, wait_for_savepoint
 from flintlock.client.rest_cluster_client import RestClusterClient
 from flintlock.config import Configuration
 from flintlock.config.options import (
@@ -234,6 +234,27 @@ class RemoteJobClient(PollingJobClient):
 
     def send_coordination_request(self, operator_id: str, request: dict[str, Any]) -> dict[str, Any]:
         return self._client.coordination_request(self._job_id, operator_id, request)
+
+    def trigger_savepoint(self, target_directory: str | None = None, cancel_job: bool = False,
+                          timeout_s: float = 600.0) -> str:
+        """``POST /jobs/:jobid/savepoints``, then poll its status; returns the savepoint's path.
+
+        Raises:
+            SavepointException: it failed. TimeoutError: not done in ``timeout_s``.
+            RestClientException: the cluster refused the request (e.g. 404 unknown job).
+        """
+        trigger_id = self._client.trigger_savepoint(self._job_id, target_directory, cancel_job)
+        return self._wait_for_savepoint(trigger_id, timeout_s)
+
+    def stop_with_savepoint(self, target_directory: str | None = None,
+                            timeout_s: float = 600.0) -> str:
+        """``POST /jobs/:jobid/stop`` (savepoint, then cancel), then poll; returns the path."""
+        trigger_id = self._client.stop_with_savepoint(self._job_id, target_directory)
+        return self._wait_for_savepoint(trigger_id, timeout_s)
+
+    def _wait_for_savepoint(self, trigger_id: str, timeout_s: float) -> str:
+        return wait_for_savepoint(
+            lambda: self._client.savepoint_status(self._job_id, trigger_id), timeout_s)
 
     def _result(self) -> JobResult | None:
         return self._client.job_result(self._job_id)

@@ -6,7 +6,12 @@ start one; REST errors raise ``RestClientException`` carrying Flink's ``{"errors
 
 Job submission sends the JobGraph (see ``flintlock.runtime.rest.submission``) with the cluster
 secret (``security.cluster.secret``) as a bearer token: the JobManager never unpickles a
-submission from an unauthenticated client.
+submission from an unauthenticated client. Savepoints and stop send it too (they change the job).
+
+Savepoints (Flink ``RestClusterClient.triggerSavepoint`` / ``stopWithSavepoint``): the trigger
+answers a trigger id at once; ``savepoint_status`` returns the ``AsynchronousOperationResult``
+(``{"status": {"id": "IN_PROGRESS" | "COMPLETED"}, "operation": None | {"location"} |
+{"failure-cause"}}``) to poll, e.g. with ``flintlock.client.job_client.wait_for_savepoint``.
 """
 
 from __future__ import annotations
@@ -58,17 +63,18 @@ class RestClusterClient:
     Args:
         address: REST host.
         port: REST port.
-        secret: the cluster secret, needed only to submit jobs.
+        secret: the cluster secret, needed to submit jobs, take savepoints and stop jobs.
         timeout_s: per-request timeout (``client.timeout``).
+        transport: the httpx transport (tests pass an ``httpx.MockTransport``); default: HTTP.
     """
 
     def __init__(self, address: str, port: int, secret: str | None = None,
-                 timeout_s: float = 60.0) -> None:
+                 timeout_s: float = 60.0, transport: httpx.BaseTransport | None = None) -> None:
         self.address = address
         self.port = port
         self.base_url = f"http://{address}:{port}"
         self._secret = secret
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s)
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s, transport=transport)
 
     def close(self) -> None:
         self._http.close()
@@ -103,6 +109,9 @@ class RestClusterClient:
             return {}
         return response.json()
 
+    def _auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._secret}"} if self._secret else {}
+
     # ---- cluster -------------------------------------------------------------------------------------
 
     def overview(self) -> dict[str, Any]:
@@ -124,9 +133,8 @@ class RestClusterClient:
         from flintlock.runtime.rest.submission import serialize_job_graph
 
         request = {"jobGraphFileName": "job.graph", "client": _client_versions()}
-        headers = {"Authorization": f"Bearer {self._secret}"} if self._secret else {}
         self._request(
-            "POST", "/jobs", headers=headers,
+            "POST", "/jobs", headers=self._auth_headers(),
             data={"request": json.dumps(request)},
             files={"job.graph": ("job.graph", serialize_job_graph(job_graph),
                                  "application/octet-stream")},
@@ -155,15 +163,47 @@ class RestClusterClient:
                              request: dict[str, Any]) -> dict[str, Any]:
         """``POST /jobs/:jobid/coordinators/:operatorid`` (a STREAMING job's collect results;
         needs the cluster secret)."""
-        headers = {"Authorization": f"Bearer {self._secret}"} if self._secret else {}
         return self._request("POST", f"/jobs/{job_id}/coordinators/{operator_id}",
-                             json=request, headers=headers)
+                             json=request, headers=self._auth_headers())
 
     def job_status(self, job_id: JobID | str) -> str:
         return str(self._request("GET", f"/jobs/{job_id}/status")["status"])
 
     def cancel(self, job_id: JobID | str) -> None:
         self._request("PATCH", f"/jobs/{job_id}", params={"mode": "cancel"})
+
+    def trigger_savepoint(self, job_id: JobID | str, target_directory: str | None = None,
+                          cancel_job: bool = False) -> str:
+        """``POST /jobs/:jobid/savepoints``; returns the trigger id (poll ``savepoint_status``).
+
+        Raises:
+            RestClientException: 404 unknown job, 401 without the secret, 400 bad request.
+        """
+        return self._trigger(f"/jobs/{job_id}/savepoints",
+                             {"target-directory": target_directory, "cancel-job": cancel_job})
+
+    def _trigger(self, path: str, body: dict[str, Any]) -> str:
+        """POST an asynchronous operation with the cluster secret; its trigger id."""
+        answer = self._request("POST", path, json=body, headers=self._auth_headers())
+        return str(answer["request-id"])
+
+    def savepoint_status(self, job_id: JobID | str, trigger_id: str) -> dict[str, Any]:
+        """``GET /jobs/:jobid/savepoints/:triggerid``: the ``AsynchronousOperationResult``.
+
+        Raises:
+            RestClientException: 404 unknown job or trigger id.
+        """
+        return dict(self._request("GET", f"/jobs/{job_id}/savepoints/{trigger_id}"))
+
+    def stop_with_savepoint(self, job_id: JobID | str, target_directory: str | None = None) -> str:
+        """``POST /jobs/:jobid/stop`` (a savepoint, then the job is cancelled); returns the
+        trigger id, whose status ``savepoint_status`` reads.
+
+        Raises:
+            RestClientException: 404 unknown job, 401 without the secret, 400 bad request.
+        """
+        return self._trigger(f"/jobs/{job_id}/stop",
+                             {"targetDirectory": target_directory, "drain": False})
 
     def job_result(self, job_id: JobID | str) -> JobResult | None:
         """The JobResult once the job is globally terminal, else ``None``."""

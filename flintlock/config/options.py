@@ -290,6 +290,14 @@ CHECKPOINTS_RETENTION = option(
     "the job is cancelled or fails; otherwise they are deleted when the job ends.")
 SAVEPOINTS_DIR = option("state.savepoints.dir", None, _str,
                         "Default directory of savepoints.", ("execution.checkpointing.savepoint-dir",))
+SAVEPOINT_PATH = option(
+    "execution.savepoint.path", None, _str,
+    "Start the job from this savepoint or retained checkpoint (its directory or _metadata file); "
+    "operator state is matched by operator uid (`flintlock run -s`).")
+SAVEPOINT_IGNORE_UNCLAIMED = option(
+    "execution.savepoint.ignore-unclaimed-state", False, _bool,
+    "Allow a savepoint whose state belongs to operators the program no longer has (`flintlock run "
+    "--allow-non-restored-state`); that state is dropped.")
 
 SPARK_REMOTE = option("spark.remote", None, _str,
                       "Spark Connect URL (sc://host:15002); default: an embedded local[cores] server.")

@@ -20,13 +20,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from flintlock import Configuration, RuntimeExecutionMode, StreamExecutionEnvironment
-from flintlock.api import KeyedProcessFunction, RestartStrategies
-from flintlock.api.state import ValueStateDescriptor
+from flintlock.api import RestartStrategies
 from flintlock.api.watermarks import WatermarkStrategy
 from flintlock.api.windows import TumblingEventTimeWindows
 from flintlock.client.job_client import JobExecutionException
 from flintlock.connectors import DataGeneratorSource, FileSink, RateLimiterStrategy
+from flintlock.runtime.minicluster import MiniCluster
+from flintlock.testing.clusters import gen_mini_cluster
 from flintlock.testing.faults import FailureBudget, InjectedFailure
+from flintlock.testing.state_functions import RunningCount
+from flintlock.testing.waiting import wait_until_async
 
 pytestmark = [pytest.mark.spark]
 
@@ -61,6 +64,18 @@ def _expected(size: int) -> dict[tuple[str, int], tuple[int, int]]:
         acc[0] += 1
         acc[1] += i
     return {key: (n, s) for key, (n, s) in out.items()}
+
+
+@pytest.fixture(autouse=True)
+def _warm_python_workers() -> None:
+    """Run a Python map once first: a cold Spark Python worker makes a source's first epoch
+    take seconds, and the injected failures need checkpoints to complete while data flows."""
+    env = StreamExecutionEnvironment.get_execution_environment(
+        Configuration({"local.number-taskmanager": 2, "taskmanager.numberOfTaskSlots": 2}))
+    env.set_parallelism(2)
+    rows = env.from_collection([(i,) for i in range(10)], "id long").map(
+        lambda r: (r.id + 1,), "id long").execute_and_collect()
+    assert sorted(r.id for r in rows) == list(range(1, 11))
 
 
 def _env(tmp_path: Path, **settings: Any) -> StreamExecutionEnvironment:
@@ -99,18 +114,6 @@ def test_a_failed_task_restores_the_window_state_and_the_file_output_is_exactly_
     assert result is not None
 
 
-class RunningCount(KeyedProcessFunction):
-    """Emits (key, how many rows of that key so far) for every row: keyed ValueState."""
-
-    def open(self, runtime_context: Any) -> None:
-        self.count = runtime_context.get_state(ValueStateDescriptor("count"))
-
-    def process_element(self, value: Any, ctx: Any) -> Any:
-        n = (self.count.value() or 0) + 1
-        self.count.update(n)
-        yield (ctx.get_current_key(), n)
-
-
 def test_keyed_state_is_restored_so_every_running_count_is_written_exactly_once(
         tmp_path: Path) -> None:
     out = tmp_path / "counts"
@@ -138,3 +141,54 @@ def test_an_unusable_checkpoint_directory_fails_the_job_at_its_start(tmp_path: P
         env.execute("no checkpoint dir")
     text = str(info.value) + str(info.value.__cause__)
     assert "not writable" in text and "state.checkpoints.dir" in text, text
+
+
+def test_a_task_manager_lost_mid_stream_restarts_from_the_checkpoint_exactly_once(
+        spark_provider: Any, tmp_path: Path) -> None:
+    """A TaskManager cut off from the JobManager (its heartbeats time out) while the job runs:
+    its subtasks restart on the other TaskManager from the newest completed checkpoint; its own
+    attempts, still running until they notice, publish nothing."""
+    from pyspark.sql import functions as F
+
+    out, checkpoints = tmp_path / "out", tmp_path / "checkpoints"
+    conf = {"heartbeat.interval": "250 ms", "heartbeat.timeout": "2 s", "rpc.ask-timeout": "3 s",
+            "state.checkpoints.dir": str(checkpoints),
+            "execution.checkpointing.interval": "500 ms",
+            "restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "5",
+            "restart-strategy.fixed-delay.delay": "200 ms"}
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration(conf))
+    env.set_parallelism(2)
+    env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
+    source = DataGeneratorSource(_event, N, RateLimiterStrategy.per_second(500), SCHEMA)
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_column("ts")
+    (env.from_source(source).assign_timestamps_and_watermarks(strategy)
+        .key_by("k").window(TumblingEventTimeWindows.of(1000))
+        .agg(F.count(F.lit(1)).alias("n"), F.sum("id").alias("s")).name("windows")
+        .sink_to(FileSink.parquet(str(out))))
+    job = env.get_job_graph("task manager lost")
+    lost: dict[str, str] = {}
+
+    async def body(cluster: MiniCluster) -> None:
+        await cluster.submit_job(job)
+
+        async def a_checkpoint_completed() -> bool:
+            return any(checkpoints.glob("*/chk-*/_metadata"))
+
+        await wait_until_async(a_checkpoint_completed, 90)
+        graph = await cluster.dispatcher_gateway.request_job(job.job_id)
+        (windows,) = [v for v in graph.vertices if "windows" in v.name]
+        lost["tm"] = str(windows.subtasks[0].task_manager)
+        cluster.rpc_service.partition(f"taskexecutor-{lost['tm']}")
+        result = await cluster.wait_for_job_result(job.job_id, timeout_s=120)
+        assert result.application_status == "SUCCEEDED", result.failure
+        graph = await cluster.dispatcher_gateway.request_job(job.job_id)
+        assert any(f"TaskManager {lost['tm']} is lost" in e.error.message
+                   for e in graph.exception_history)
+        stats = graph.checkpoint_stats
+        assert stats is not None and stats.counts.restored >= 1, stats
+
+    gen_mini_cluster(task_managers=2, slots_per_task_manager=2, config=conf, timeout=180,
+                     spark=spark_provider, fault_injection=True)(body)()
+    rows = pq.read_table(out).to_pylist()
+    got = [((r["k"], int(r["window_start"].timestamp() * 1000)), (r["n"], r["s"])) for r in rows]
+    assert sorted(got) == sorted(_expected(1000).items())

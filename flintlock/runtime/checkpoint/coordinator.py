@@ -373,14 +373,16 @@ class CheckpointCoordinator:
         if stats is not None:
             stats.status = "COMPLETED"
             stats.latest_ack_timestamp_ms = max(stats.latest_ack_timestamp_ms, now_ms)
+        self.counts["completed"] += 1  # savepoints count too, as in Flink's CheckpointStatsCounts
         if checkpoint.savepoint:
             self.latest_savepoint = stats
         else:
-            self.counts["completed"] += 1
             self.latest_completed = stats
             self.completed.append(checkpoint)
             while len(self.completed) > self.settings.num_retained:
-                out.append(DiscardCheckpoint(self.completed.popleft().external_pointer))
+                subsumed = self.completed.popleft()
+                if not subsumed.savepoint:  # a savepoint restored from is the user's to keep
+                    out.append(DiscardCheckpoint(subsumed.external_pointer))
         # older pending checkpoints are subsumed (Flink aborts them as CHECKPOINT_SUBSUMED)
         for older in [m for m in self.pending if m < n and not pending.savepoint]:
             out += self._abort(older, f"subsumed by checkpoint {n}", now_s, now_ms, counts=False)
@@ -457,10 +459,14 @@ class CheckpointCoordinator:
                                     latest.savepoint)
         return latest
 
-    def add_restored(self, checkpoint: CompletedCheckpoint) -> None:
-        """Start from a checkpoint or savepoint given at submission (``flintlock run -s``)."""
+    def add_restored(self, checkpoint: CompletedCheckpoint, now_ms: int) -> None:
+        """Start from a checkpoint or savepoint given at submission (``flintlock run -s``): it
+        is what the job restores until a newer checkpoint completes."""
         self.completed.append(checkpoint)
         self.next_id = max(self.next_id, checkpoint.checkpoint_id + 1)
+        self.counts["restored"] += 1
+        self.latest_restored = (checkpoint.checkpoint_id, now_ms, checkpoint.external_pointer,
+                                checkpoint.savepoint)
 
     def summary(self) -> Mapping[str, Any]:
         return {"counts": dict(self.counts), "in_progress": len(self.pending)}

@@ -89,6 +89,8 @@ class TaskStateSnapshot:
     operators: tuple[OperatorStateHandle, ...] = ()
     sink_transactions: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     finished: bool = False
+    #: the OperatorID of the source the offset belongs to (matched on restore from a savepoint)
+    source_operator: str = ""
 
     @property
     def state_size(self) -> int:
@@ -99,7 +101,7 @@ class TaskStateSnapshot:
         return {"source_offset": None if self.source_offset is None else dict(self.source_offset),
                 "operators": [op.to_dict() for op in self.operators],
                 "sink_transactions": {str(k): list(v) for k, v in self.sink_transactions.items()},
-                "finished": self.finished}
+                "finished": self.finished, "source_operator": self.source_operator}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TaskStateSnapshot:
@@ -110,6 +112,7 @@ class TaskStateSnapshot:
                 sink_transactions={int(k): tuple(str(p) for p in v)
                                    for k, v in (d.get("sink_transactions") or {}).items()},
                 finished=bool(d.get("finished")),
+                source_operator=str(d.get("source_operator") or ""),
             )
         except (TypeError, ValueError, AttributeError) as exc:
             raise CheckpointMetadataException(f"bad subtask state {d!r}: {exc}") from exc

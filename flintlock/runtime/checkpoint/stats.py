@@ -94,9 +94,8 @@ class CheckpointCoordinatorConfiguration:
 
     @classmethod
     def from_settings(cls, settings: CheckpointSettings) -> CheckpointCoordinatorConfiguration:
-        interval_s = settings.interval_s if settings.interval_s is not None else 0.0
-        return cls(
-            interval_ms=_ms(interval_s),
+        return cls(  # periodic checkpoints off: Flink reports the interval as Long.MAX_VALUE
+            interval_ms=2**63 - 1 if settings.interval_s is None else _ms(settings.interval_s),
             timeout_ms=_ms(settings.timeout_s),
             min_pause_ms=_ms(settings.min_pause_s),
             max_concurrent=int(settings.max_concurrent),
@@ -240,7 +239,8 @@ class CheckpointStatsSnapshot:
 
     Attributes:
         config: the checkpointing configuration; ``None`` when the job does not checkpoint
-            (BATCH, or no ``execution.checkpointing.interval``).
+            (a BATCH job; every STREAMING job can take checkpoints and savepoints, periodic
+            ones only with ``execution.checkpointing.interval``).
         counts: see ``CheckpointStatsCounts``.
         history: the latest checkpoints, newest first (at most ``web.checkpoints.history``, 10).
         latest_completed: the newest completed checkpoint (not a savepoint); None before one.

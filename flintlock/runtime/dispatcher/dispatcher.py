@@ -28,6 +28,7 @@ from flintlock.runtime.dispatcher.exceptions import (
     JobSubmissionException,
 )
 from flintlock.runtime.dispatcher.gateway import ClusterOverview
+from flintlock.runtime.dispatcher.savepoint_operations import SavepointOperations
 from flintlock.runtime.executiongraph.archived import (
     ArchivedExecutionGraph,
     ExceptionHistoryEntry,
@@ -123,6 +124,7 @@ class Dispatcher(RpcEndpoint):
         self._on_shutdown_requested = on_shutdown_requested
         self._running: dict[JobID, JobManagerRunner] = {}
         self._completed: OrderedDict[JobID, tuple[ArchivedExecutionGraph, JobResult]] = OrderedDict()
+        self._savepoints = SavepointOperations()
         #: JobMasters of finished jobs that are still stopping (awaited in ``on_stop``)
         self._stopping: dict[JobID, Any] = {}
         #: collect coordinators of STREAMING jobs' ``execute_and_collect`` by (job, sink uid)
@@ -253,6 +255,45 @@ class Dispatcher(RpcEndpoint):
             await entry.gateway.cancel()
         return ACK
 
+    async def trigger_savepoint(self, job_id: JobID, target_directory: str | None,
+                                cancel_job: bool) -> str:
+        """Start a savepoint of a running job; returns the trigger id at once (the outcome:
+        ``savepoint_status``). A request the JobMaster refuses (no directory, not RUNNING, a
+        BATCH job) is a FAILED operation, as in Flink.
+
+        Raises:
+            FlinkJobNotFoundException: no such job.
+        """
+        entry = self._lookup(job_id)
+        op = self._savepoints.start(job_id)
+        if isinstance(entry, tuple) or entry.gateway is None:
+            op.status, op.failure = "FAILED", f"job {job_id} is not running"
+            return op.trigger_id
+        gateway = entry.gateway
+        try:
+            op.location = await gateway.trigger_savepoint(target_directory, cancel_job)
+        except Exception as exc:
+            op.status, op.failure = "FAILED", str(exc)
+            return op.trigger_id
+
+        async def status() -> tuple[str, str]:
+            return await gateway.savepoint_status(op.location)
+
+        async def written() -> bool:
+            return await asyncio.to_thread(_has_metadata, op.location)
+
+        deadline = self._configuration.get(options.CHECKPOINTING_TIMEOUT) + 60.0
+        self.run_async(self._savepoints.follow(op, status, written, deadline))
+        return op.trigger_id
+
+    async def savepoint_status(self, job_id: JobID, trigger_id: str) -> dict[str, Any]:
+        """Flink's ``AsynchronousOperationResult`` of savepoint ``trigger_id``.
+
+        Raises:
+            UnknownOperationException: no such trigger id for this job.
+        """
+        return self._savepoints.get(job_id, trigger_id).to_json()
+
     async def request_cluster_overview(self) -> ClusterOverview:
         resources = await self._resource_overview()
         counts = {JobStatus.FINISHED: 0, JobStatus.CANCELED: 0, JobStatus.FAILED: 0}
@@ -356,3 +397,14 @@ class Dispatcher(RpcEndpoint):
             except Exception:  # best effort while shutting down
                 log.exception("stopping JobMaster %s failed", getattr(job_master, "address", "?"))
         self._rpc.unregister(self)
+
+
+def _has_metadata(location: str) -> bool:
+    """Whether a savepoint's ``_metadata`` exists at ``location`` (it completed)."""
+    from flintlock.runtime.checkpoint.storage import read_checkpoint
+
+    try:
+        read_checkpoint(location)
+    except (OSError, ValueError):
+        return False
+    return True

@@ -71,6 +71,19 @@ class DispatcherGateway(Protocol):
         ``collect_coordinator``."""
         ...
 
+    async def trigger_savepoint(self, job_id: JobID, target_directory: str | None,
+                                cancel_job: bool) -> str:
+        """Start a savepoint (``target_directory`` or ``state.savepoints.dir``; cancel the job
+        after it with ``cancel_job``); returns a trigger id at once. Unknown job ->
+        ``FlinkJobNotFoundException``."""
+        ...
+
+    async def savepoint_status(self, job_id: JobID, trigger_id: str) -> dict[str, Any]:
+        """``{"status": {"id": "IN_PROGRESS" | "COMPLETED"}, "operation": {"location"} |
+        {"failure-cause": {...}} | None}`` (Flink's ``AsynchronousOperationResult``); unknown
+        trigger id -> ``UnknownOperationException``."""
+        ...
+
     async def request_cluster_overview(self) -> ClusterOverview:
         """Counts of TaskManagers, slots and jobs by state."""
         ...

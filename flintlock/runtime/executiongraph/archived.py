@@ -184,7 +184,7 @@ class ArchivedExecutionGraph:
     #: unless the job is RESTARTING
     next_restart_attempt_ms: int | None = None
     #: checkpoint statistics and configuration (``/jobs/:jobid/checkpoints``); None when the job
-    #: does not checkpoint (BATCH, no checkpoint interval) or its JobMaster has not started
+    #: is BATCH (STREAMING jobs can always take savepoints) or its JobMaster has not started
     checkpoint_stats: CheckpointStatsSnapshot | None = None
 
     def root_exception_history(self) -> list[RootExceptionHistoryEntry]:

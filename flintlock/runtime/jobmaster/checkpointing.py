@@ -17,9 +17,11 @@ was cancelled or failed (Flink ``CheckpointProperties``: finished jobs always di
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
 from typing import Any
 
+from flintlock.exceptions import FlintlockException
 from flintlock.runtime.checkpoint import storage
 from flintlock.runtime.checkpoint.coordinator import (
     CheckpointCommand,
@@ -33,13 +35,22 @@ from flintlock.runtime.checkpoint.coordinator import (
     TaskToCheckpoint,
     TriggerCheckpoint,
 )
-from flintlock.runtime.checkpoint.snapshots import CompletedCheckpoint, TaskStateSnapshot
+from flintlock.runtime.checkpoint.savepoint_restore import CheckpointRestoreException, map_to_job
+from flintlock.runtime.checkpoint.snapshots import (
+    CheckpointMetadataException,
+    CompletedCheckpoint,
+    TaskStateSnapshot,
+)
 from flintlock.runtime.ids import ExecutionAttemptID, ExecutionVertexID
 from flintlock.runtime.jobgraph.types import JobStatus
-from flintlock.runtime.scheduler.messages import CheckpointFinalized, GlobalFailure
+from flintlock.runtime.scheduler.messages import CancelJob, CheckpointFinalized, GlobalFailure
 from flintlock.runtime.taskmanager.task_execution_state import SerializedError, TaskResult
 
-__all__ = ["CheckpointCoordinatorShell"]
+__all__ = ["CheckpointCoordinatorShell", "CheckpointException"]
+
+
+class CheckpointException(FlintlockException):
+    """A checkpoint or savepoint could not be taken (Flink ``CheckpointException``)."""
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +74,10 @@ class CheckpointCoordinatorShell:
         self._io = io
         self._finalizing: set[int] = set()
         self._stopped = False
+        #: savepoints in progress: checkpoint id -> (location, cancel the job when complete)
+        self._savepoints: dict[int, tuple[str, bool]] = {}
+        #: location -> ("IN_PROGRESS" | "COMPLETED" | "FAILED", failure message)
+        self.savepoint_results: dict[str, tuple[str, str]] = {}
 
     @property
     def job_directory(self) -> str:
@@ -71,9 +86,58 @@ class CheckpointCoordinatorShell:
     # ---- life cycle ---------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Begin periodic checkpoints (the first after one interval)."""
-        assert self.settings.interval_s is not None
-        self.jm.schedule(self.settings.interval_s, self._tick)
+        """Begin periodic checkpoints (the first after one interval), if configured."""
+        if self.settings.interval_s is not None:
+            self.jm.schedule(self.settings.interval_s, self._tick)
+
+    def restore_at_start(self, checkpoint: CompletedCheckpoint) -> None:
+        """Deploy the first attempts from ``checkpoint`` (a savepoint given at submission)."""
+        self.coordinator.add_restored(checkpoint, self.jm.clock.now_ms())
+        for execution in self.jm.graph.current_executions():
+            state = checkpoint.task_state(execution.attempt_id.job_vertex_id,
+                                          execution.attempt_id.subtask_index)
+            if state is not None:
+                execution.task_restore = (checkpoint.checkpoint_id, state)
+        log.info("job %s: starting from %s", self.jm.job_id, checkpoint.external_pointer)
+
+    def load_savepoint(self, path: str, allow_non_restored: bool) -> CompletedCheckpoint:
+        """Read the savepoint at ``path`` and match it to this job (worker thread).
+
+        Raises:
+            CheckpointRestoreException: missing, corrupt, or not matching the program (says why).
+        """
+        try:
+            checkpoint = storage.read_checkpoint(path)
+        except (OSError, CheckpointMetadataException) as exc:
+            raise CheckpointRestoreException(
+                f"cannot start job {self.jm.job_id} from savepoint {path!r}: {exc} "
+                "(execution.savepoint.path / flintlock run -s)") from exc
+        return map_to_job(checkpoint, self.jm.job_graph, allow_non_restored)
+
+    def trigger_savepoint(self, target_directory: str, cancel_job: bool = False) -> str:
+        """Start a savepoint under ``target_directory``; returns its path at once (its progress:
+        ``savepoint_results[path]``). With ``cancel_job`` the job is cancelled once it completed.
+
+        Raises:
+            CheckpointException: the job is not RUNNING, or a subtask is not running.
+        """
+        graph = self.jm.graph
+        if self._stopped or graph is None or graph.state is not JobStatus.RUNNING:
+            state = "not started" if graph is None else graph.state.name
+            raise CheckpointException(
+                f"cannot take a savepoint of job {self.jm.job_id}: it is {state}, not RUNNING")
+        location = (f"{target_directory.rstrip('/')}/savepoint-{str(self.jm.job_id)[:6]}-"
+                    f"{uuid.uuid4().hex[:12]}")
+        n, why, commands = self.coordinator.trigger(
+            self.jm.clock.monotonic(), self.jm.clock.now_ms(), self._tasks(),
+            savepoint_location=location)
+        if n is None:
+            raise CheckpointException(f"cannot take a savepoint of job {self.jm.job_id}: {why}")
+        log.info("Triggering savepoint %d for job %s into %s.", n, self.jm.job_id, location)
+        self._savepoints[n] = (location, cancel_job)
+        self.savepoint_results[location] = ("IN_PROGRESS", "")
+        self.apply(commands)
+        return location
 
     def _tick(self) -> None:
         if self._stopped or self.jm.job_result is not None:
@@ -180,6 +244,23 @@ class CheckpointCoordinatorShell:
                                                               command.reason)))
             else:  # pragma: no cover
                 raise TypeError(f"unknown checkpoint command {command!r}")
+        self._settle_savepoints()
+
+    def _settle_savepoints(self) -> None:
+        """Answer the callers of savepoints that completed or failed."""
+        for n, (location, cancel_job) in list(self._savepoints.items()):
+            if n in self.coordinator.pending:
+                continue
+            del self._savepoints[n]
+            stats = self.coordinator.stats(n)
+            if stats is not None and stats.status == "COMPLETED":
+                self.savepoint_results[location] = ("COMPLETED", "")
+                log.info("Savepoint %d of job %s completed: %s", n, self.jm.job_id, location)
+                if cancel_job:
+                    self.jm._handle(CancelJob())
+            else:
+                reason = stats.failure_message if stats is not None else "it was aborted"
+                self.savepoint_results[location] = ("FAILED", f"savepoint {n} failed: {reason}")
 
     def _trigger(self, command: TriggerCheckpoint) -> None:
         def done(_: Any, error: BaseException | None) -> None:

@@ -80,6 +80,21 @@ class JobMasterGateway(Protocol):
         """A subtask could not take its snapshot: the checkpoint is aborted."""
         ...
 
+    async def trigger_savepoint(self, target_directory: str | None, cancel_job: bool) -> str:
+        """Start a savepoint (under ``target_directory``, else ``state.savepoints.dir``) and
+        return its path at once; with ``cancel_job`` the job is cancelled once it completed
+        (Flink ``triggerSavepoint``; ``flintlock stop`` uses it). Progress:
+        ``savepoint_status``.
+
+        Raises:
+            CheckpointException: no directory, not a STREAMING job, or the job is not RUNNING.
+        """
+        ...
+
+    async def savepoint_status(self, location: str) -> tuple[str, str]:
+        """``("IN_PROGRESS" | "COMPLETED" | "FAILED", failure message)`` of a savepoint."""
+        ...
+
     async def request_job(self) -> ArchivedExecutionGraph:
         """A snapshot of the job's ExecutionGraph."""
         ...

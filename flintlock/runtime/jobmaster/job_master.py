@@ -25,7 +25,7 @@ from flintlock.config import options
 from flintlock.config.configuration import Configuration
 from flintlock.runtime.checkpoint import storage as checkpoint_storage
 from flintlock.runtime.checkpoint.coordinator import CheckpointSettings
-from flintlock.runtime.checkpoint.snapshots import TaskStateSnapshot
+from flintlock.runtime.checkpoint.snapshots import CompletedCheckpoint, TaskStateSnapshot
 from flintlock.runtime.checkpoint.stats import snapshot_stats
 from flintlock.runtime.clock import Clock
 from flintlock.runtime.executiongraph.archived import (
@@ -39,7 +39,10 @@ from flintlock.runtime.heartbeat.heartbeat_manager import heartbeat_settings
 from flintlock.runtime.ids import AllocationID, ExecutionAttemptID, JobID, JobVertexID, ResourceID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
-from flintlock.runtime.jobmaster.checkpointing import CheckpointCoordinatorShell
+from flintlock.runtime.jobmaster.checkpointing import (
+    CheckpointCoordinatorShell,
+    CheckpointException,
+)
 from flintlock.runtime.metrics.live_task_metrics import LiveTaskMetrics
 from flintlock.runtime.resourcemanager.gateway import (
     RegistrationResponse,
@@ -169,8 +172,8 @@ class JobMaster(RpcEndpoint):
                                         or default_pipelined_root())
                 settings = CheckpointSettings.from_configuration(
                     self.configuration, f"{self._pipelined_root.rstrip('/')}/checkpoints")
-                if settings.enabled:
-                    self.checkpointing = CheckpointCoordinatorShell(self, settings, self.run_io)
+                # savepoints work without periodic checkpoints too
+                self.checkpointing = CheckpointCoordinatorShell(self, settings, self.run_io)
             self.scheduler = DefaultScheduler(self.graph, self.configuration, self.clock,
                                               pipelined_root=self._pipelined_root,
                                               checkpoints=self.checkpointing)
@@ -203,12 +206,18 @@ class JobMaster(RpcEndpoint):
         assert self._termination is not None, "JobMaster not started"
         return await asyncio.shield(self._termination)
 
-    def _prepare_job(self) -> dict[JobVertexID, list[list[Any]]]:
+    def _prepare_job(self) -> tuple[dict[JobVertexID, list[list[Any]]], CompletedCheckpoint | None]:
         """Worker thread: prepare every sink, enumerate every source's splits, check that the
-        checkpoint directory is writable."""
+        checkpoint directory is writable, read the savepoint to start from (if any)."""
         job_id = str(self.job_id)
+        restored = None
         if self.checkpointing is not None:
-            checkpoint_storage.check_writable(self.checkpointing.job_directory)
+            if self.checkpointing.settings.enabled:
+                checkpoint_storage.check_writable(self.checkpointing.job_directory)
+            path = self.configuration.get(options.SAVEPOINT_PATH)
+            if path:
+                restored = self.checkpointing.load_savepoint(
+                    path, self.configuration.get(options.SAVEPOINT_IGNORE_UNCLAIMED))
         for vertex in self.job_graph.vertices:
             for sink in vertex.sinks:
                 sink.prepare(job_id)
@@ -223,14 +232,20 @@ class JobMaster(RpcEndpoint):
                     f"expected {vertex.parallelism}"
                 )
             splits[vertex.id] = assigned
-        return splits
+        return splits, restored
 
-    def _on_prepared(self, splits: dict[JobVertexID, list[list[Any]]] | None, error: BaseException | None) -> None:
-        if error is not None:
+    def _on_prepared(self, prepared: tuple[dict[JobVertexID, list[list[Any]]],
+                                           CompletedCheckpoint | None] | None,
+                     error: BaseException | None) -> None:
+        if error is not None or prepared is None:
             log.warning("job %s: preparation failed: %s", self.job_id, error)
-            self._handle(FailJob(SerializedError.from_exception(error)))
+            self._handle(FailJob(SerializedError.from_exception(
+                error or RuntimeError("preparation returned nothing"))))
         else:
-            self._handle(StartScheduling(splits or {}))
+            splits, restored = prepared
+            if restored is not None and self.checkpointing is not None:
+                self.checkpointing.restore_at_start(restored)
+            self._handle(StartScheduling(splits))
             if self.checkpointing is not None:
                 self.checkpointing.start()
 
@@ -488,6 +503,21 @@ class JobMaster(RpcEndpoint):
         if job_id == self.job_id and self.checkpointing is not None and \
                 isinstance(snapshot, TaskStateSnapshot):
             self.checkpointing.acknowledge(attempt_id, checkpoint_id, snapshot)
+
+    async def trigger_savepoint(self, target_directory: str | None, cancel_job: bool) -> str:
+        if self.checkpointing is None:
+            raise CheckpointException(f"job {self.job_id} is not a STREAMING job: savepoints "
+                                      "are taken of streaming jobs only")
+        directory = target_directory or self.configuration.get(options.SAVEPOINTS_DIR)
+        if not directory:
+            raise CheckpointException("No savepoint directory: give one (flintlock savepoint "
+                                      "JOBID DIR) or set state.savepoints.dir")
+        return self.checkpointing.trigger_savepoint(directory, cancel_job)
+
+    async def savepoint_status(self, location: str) -> tuple[str, str]:
+        if self.checkpointing is None or location not in self.checkpointing.savepoint_results:
+            return "FAILED", f"job {self.job_id} has no savepoint {location!r}"
+        return self.checkpointing.savepoint_results[location]
 
     async def decline_checkpoint(self, job_id: JobID, attempt_id: ExecutionAttemptID,
                                  checkpoint_id: int, reason: str) -> None:

@@ -27,6 +27,7 @@ from flintlock.runtime.rest.handlers import (
     jobmanager,
     jobs,
     metrics,
+    savepoints,
     streaming,
     submit,
     taskmanagers,
@@ -58,8 +59,8 @@ def create_app(
     Args:
         dispatcher: the gateway every handler calls.
         configuration: cluster configuration (``web.*``, ``rest.server.max-content-length``).
-        secret: ``security.cluster.secret``; ``POST /jobs`` requires it as a bearer token.
-            ``None`` disables submission (every ``POST /jobs`` is answered 401).
+        secret: ``security.cluster.secret``; ``POST /jobs``, savepoints and stop require it as a
+            bearer token. ``None`` disables them (answered 401).
         flink_version: reported by ``/config`` and ``/overview``.
         flink_revision: reported as ``flink-revision`` and ``flink-commit``.
         now_ms: wall clock in epoch ms (tests pass a fixed one).
@@ -90,8 +91,8 @@ def create_app(
         jars=JarStore(configuration.get(WEB_UPLOAD_DIR)),
     )
     for router in (cluster.router, jobs.router, submit.router, metrics.router, vertices.router,
-                   streaming.router, checkpoints.router, taskmanagers.router, jobmanager.router,
-                   jars.router):
+                   streaming.router, checkpoints.router, savepoints.router, taskmanagers.router,
+                   jobmanager.router, jars.router):
         app.include_router(router, prefix=API_VERSION_PREFIX)
         app.include_router(router, include_in_schema=False)
     mount_web_ui(app, configuration)

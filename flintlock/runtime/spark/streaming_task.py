@@ -136,9 +136,9 @@ class SparkStreamingTask(SparkStreamTask):
         self._epoch_source: EpochSource | None = None
         self._collect_writers: dict[str, PipelinedPartitionWriter] = {}
         conf = self._tdd.job_configuration
+        # every streaming job can take a checkpoint or savepoint (periodic ones or not)
         self.checkpoints = TaskCheckpoints(
-            (), _setting(conf, options.CHECKPOINTING_MODE) == "EXACTLY_ONCE",
-            _setting(conf, options.CHECKPOINTING_INTERVAL) is not None)
+            (), _setting(conf, options.CHECKPOINTING_MODE) == "EXACTLY_ONCE", enabled=True)
 
     # ---- checkpoint RPCs (TaskExecutor thread) -------------------------------------------------
 
@@ -296,7 +296,8 @@ class SparkStreamingTask(SparkStreamTask):
                                                        for i, node in enumerate(chain.nodes)})
                 snapshot = TaskStateSnapshot(
                     source_offset=None if source is None else source.offset(),
-                    operators=operators, sink_transactions=self.checkpoints.pre_commit(n))
+                    operators=operators, sink_transactions=self.checkpoints.pre_commit(n),
+                    source_operator="" if source is None else str(chain.nodes[0].operator_id))
             except Exception as exc:
                 self._check_cancelled()
                 log.warning("%s: checkpoint %d declined: %s", tdd.task_name_with_subtask(), n, exc)

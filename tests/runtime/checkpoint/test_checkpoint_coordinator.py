@@ -203,3 +203,27 @@ def test_a_failed_finalization_aborts_the_checkpoint() -> None:
     out = c.finalized(finalize.checkpoint, "OSError: read-only", 1.0, 2_000)  # type: ignore[attr-defined]
     assert DiscardCheckpoint("/cp/job/chk-1") in out
     assert c.latest() is None and "read-only" in c.stats(1).failure_message  # type: ignore[union-attr]
+
+
+def test_a_savepoint_bypasses_the_limits_and_is_never_discarded() -> None:
+    c = _coordinator(num_retained=1)
+    c.trigger(0.0, 1_000, _tasks())  # a periodic checkpoint in progress
+    n, why, commands = c.trigger(0.1, 1_100, _tasks(), savepoint_location="/sp/savepoint-1")
+    assert (n, why) == (2, "")
+    assert all(t.location == "/sp/savepoint-1" for t in commands if isinstance(t, TriggerCheckpoint))
+    out: list[object] = []
+    for t in _tasks():
+        out += c.acknowledge(t.attempt_id, 2, _state(), 1_200)
+    (finalize,) = out
+    assert finalize.checkpoint.savepoint  # type: ignore[attr-defined]
+    c.finalized(finalize.checkpoint, None, 0.3, 1_300)  # type: ignore[attr-defined]
+    assert c.counts["completed"] == 1 and c.latest_savepoint is not None
+    assert c.latest() is None and 1 in c.pending  # not a restore point; nothing subsumed
+    # restored from at submission, then subsumed by newer checkpoints: still not deleted
+    c.add_restored(finalize.checkpoint, 1_400)  # type: ignore[attr-defined]
+    discarded = _complete(c, 1, now_s=1.0)
+    c.trigger(2.0, 3_000, _tasks())
+    discarded += _complete(c, 3, now_s=3.0)
+    assert [x for x in discarded if isinstance(x, DiscardCheckpoint)] == [
+        DiscardCheckpoint("/cp/job/chk-1")]
+    assert [cp.checkpoint_id for cp in c.completed] == [3]

@@ -115,8 +115,8 @@ async def terminate_job(
     chosen = (mode or "cancel").lower()
     if chosen == "stop":
         raise RestHandlerException(
-            400, "Termination mode 'stop' is not supported; use mode=cancel (flintlock jobs "
-                 "have no savepoints to stop with).")
+            400, "Termination mode 'stop' is not supported; use mode=cancel, or POST "
+                 "/jobs/:jobid/stop to stop a job with a savepoint.")
     if chosen != "cancel":
         raise RestHandlerException(
             400, f"Bad request, invalid query parameter mode: {mode!r} (expected 'cancel').")
