@@ -145,7 +145,7 @@ class JobMaster(RpcEndpoint):
         self._termination: asyncio.Future[JobResult] | None = None
         #: where the job's PIPELINED partitions live (STREAMING jobs), released at the end
         self._pipelined_root = ""
-        #: checkpoints of a STREAMING job with checkpointing on (None otherwise)
+        #: checkpoints and savepoints of a STREAMING job (None for BATCH)
         self.checkpointing: CheckpointCoordinatorShell | None = None
         #: sink commits/aborts and checkpoint storage run here, one at a time and in order
         self._io_executor = concurrent.futures.ThreadPoolExecutor(
@@ -198,6 +198,7 @@ class JobMaster(RpcEndpoint):
             self.rpc_service.unregister(self)
 
     async def on_stop(self) -> None:
+        self._io_executor.shutdown(wait=False)
         if self.job_result is None and self.graph is not None:
             log.info("JobMaster of job %s stopped before the job ended (%s)", self.job_id, self.graph.state.name)
 

@@ -20,8 +20,9 @@ The loop (ARCHITECTURE section 4b, "a streaming subtask = a loop of epochs"):
    rows as the next Arrow segment of its own PIPELINED partition, read by the JobManager's
    collect coordinator (``dispatcher.collect_coordinator``) while the job runs; its credits
    back-pressure the job when the client does not read. Other sinks append (FileSink
-   part files stay in the attempt's temporary directory until the JobMaster commits them when the
-   job finishes; print sinks print at once).
+   part files stay in the attempt's temporary transaction directories until the JobMaster
+   publishes them, when a checkpoint that pre-committed them completes or when the job
+   finishes; print sinks print at once).
 4. Acknowledge the consumed input segments (after the output was committed).
 5. Checkpoints (``task_checkpoints``): a source the JobMaster triggered, or a subtask whose
    input channels all delivered barrier n, snapshots its source offset, operator state and sink

@@ -9,8 +9,8 @@ checkpoint due, takes its snapshot and emits the barrier (``streaming_task``):
 - a subtask with inputs snapshots when its ``BarrierAligner`` says every channel delivered
   barrier n (EXACTLY_ONCE: the channels that delivered it were blocked meanwhile).
 
-Sink transactions (Flink's two-phase-commit FileSink): while checkpointing is on, a FileSink's
-epochs append their part files into the current transaction directory of the attempt
+Sink transactions (Flink's two-phase-commit FileSink): a streaming FileSink's epochs append
+their part files into the current transaction directory of the attempt
 (``<attempt>/txn-<k>``); at barrier n the transaction is closed and every closed transaction not
 yet known to be committed goes into the snapshot (pre-commit). The JobMaster publishes them when
 checkpoint n completes; ``notify_complete(n)`` then forgets them. Files after the last completed
@@ -48,7 +48,8 @@ class TaskCheckpoints:
     Args:
         readers: the subtask's input gate readers (none for a source).
         exactly_once: EXACTLY_ONCE (aligned barriers) or AT_LEAST_ONCE.
-        enabled: checkpointing is on for the job (sink transactions are used).
+        enabled: sink transactions are used (every streaming task: any checkpoint or savepoint
+            may pre-commit them).
     """
 
     def __init__(self, readers: Sequence[Any], exactly_once: bool = True,
