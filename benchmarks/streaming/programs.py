@@ -46,6 +46,7 @@ scheduled departure, 1-hour tumbling event-time windows per origin airport: ``de
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from typing import Any
@@ -57,7 +58,9 @@ def _event(i: int) -> tuple[int, str, int]:
     return (i, f"w{i % WORDS}", int(time.time() * 1000))
 
 
-def run_flintlock(out: str, rate: int, seconds: float) -> None:
+def run_flintlock(out: str, rate: int, seconds: float, checkpoint_ms: int | None = None) -> None:
+    """The events pipeline; with ``checkpoint_ms``, exactly-once checkpoints at that interval
+    (its files are then published as checkpoints complete, as Flink's FileSink does)."""
     from pyspark.sql import functions as F
 
     from flintlock import Configuration, RuntimeExecutionMode, StreamExecutionEnvironment
@@ -66,6 +69,8 @@ def run_flintlock(out: str, rate: int, seconds: float) -> None:
     env = StreamExecutionEnvironment.get_execution_environment(
         Configuration({"local.number-taskmanager": 1, "taskmanager.numberOfTaskSlots": 2}))
     env.set_parallelism(2).set_runtime_mode(RuntimeExecutionMode.STREAMING)
+    if checkpoint_ms is not None:
+        env.enable_checkpointing(checkpoint_ms)
     source = DataGeneratorSource(_event, int(rate * seconds), RateLimiterStrategy.per_second(rate),
                                  "id long, word string, created_ms long")
     (env.from_source(source, "events").rebalance()
@@ -257,6 +262,9 @@ def run_structured_streaming_rate_flights(out: str, rate: int, seconds: float,
 
 RUNNERS: dict[tuple[str, str], Any] = {
     ("flintlock", "events"): run_flintlock,
+    ("flintlock-checkpoints-1s", "events"): functools.partial(run_flintlock, checkpoint_ms=1000),
+    ("flintlock-checkpoints-10s", "events"): functools.partial(run_flintlock,
+                                                               checkpoint_ms=10_000),
     ("structured-streaming", "events"): run_structured_streaming,
     ("structured-streaming-rate", "events"): run_structured_streaming_rate,
     ("flintlock", "flights"): run_flintlock_flights,

@@ -332,3 +332,17 @@ def test_pyflink_statements() -> None:
     source, _, windows = flights_statements("/tmp/out", 1000, 10)
     assert "WATERMARK FOR sched_dep AS sched_dep - INTERVAL '30' MINUTE" in source
     assert "TUMBLE(TABLE flights, DESCRIPTOR(sched_dep), INTERVAL '1' HOUR)" in windows
+
+
+def test_the_checkpointed_variants_run_the_events_pipeline_with_their_interval() -> None:
+    from benchmarks.streaming import programs
+    from benchmarks.streaming.__main__ import main
+
+    runners = {s: programs.RUNNERS[(s, "events")] for s in
+               ("flintlock-checkpoints-1s", "flintlock-checkpoints-10s")}
+    assert all(r.func is programs.run_flintlock for r in runners.values())  # type: ignore[attr-defined]
+    assert {s: r.keywords for s, r in runners.items()} == {  # type: ignore[attr-defined]
+        "flintlock-checkpoints-1s": {"checkpoint_ms": 1000},
+        "flintlock-checkpoints-10s": {"checkpoint_ms": 10_000}}
+    with pytest.raises(SystemExit):  # the flights workload has no checkpointed variant
+        main(["--systems", "flintlock-checkpoints-1s", "--workloads", "flights"])

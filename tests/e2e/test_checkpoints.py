@@ -29,7 +29,7 @@ from flintlock.runtime.minicluster import MiniCluster
 from flintlock.testing.clusters import gen_mini_cluster
 from flintlock.testing.faults import FailureBudget, InjectedFailure
 from flintlock.testing.state_functions import RunningCount
-from flintlock.testing.waiting import wait_until_async
+from flintlock.testing.waiting import wait_until_async, wait_until_sync
 
 pytestmark = [pytest.mark.spark]
 
@@ -189,6 +189,42 @@ def test_a_task_manager_lost_mid_stream_restarts_from_the_checkpoint_exactly_onc
 
     gen_mini_cluster(task_managers=2, slots_per_task_manager=2, config=conf, timeout=180,
                      spark=spark_provider, fault_injection=True)(body)()
+    rows = pq.read_table(out).to_pylist()
+    got = [((r["k"], int(r["window_start"].timestamp() * 1000)), (r["n"], r["s"])) for r in rows]
+    assert sorted(got) == sorted(_expected(1000).items())
+
+
+def test_failed_checkpoints_beyond_the_tolerable_number_restart_the_job_exactly_once(
+        tmp_path: Path) -> None:
+    """A checkpoint cannot be written (its directory is taken by a file, as a storage outage
+    would): it is declined and aborted, and with no failure tolerated the job restarts from the
+    newest completed checkpoint; the output is still exactly once."""
+    from pyspark.sql import functions as F
+
+    out, checkpoints = tmp_path / "out", tmp_path / "checkpoints"
+    env = _env(tmp_path)
+    env.set_restart_strategy(RestartStrategies.fixed_delay_restart(4, 200))
+    env.get_checkpoint_config().set_tolerable_checkpoint_failure_number(0)
+    source = DataGeneratorSource(_event, N, RateLimiterStrategy.per_second(500), SCHEMA)
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_column("ts")
+    (env.from_source(source).assign_timestamps_and_watermarks(strategy)
+        .key_by("k").window(TumblingEventTimeWindows.of(1000))
+        .agg(F.count(F.lit(1)).alias("n"), F.sum("id").alias("s"))
+        .sink_to(FileSink.parquet(str(out))))
+    client = env.execute_async("failing checkpoints")
+    wait_until_sync(lambda: any(checkpoints.glob("*/chk-*/_metadata")), 120)
+    (job_dir,) = [p for p in checkpoints.iterdir() if p.is_dir()]
+    n = max(int(p.name[4:]) for p in job_dir.glob("chk-*")) + 1
+    while (job_dir / f"chk-{n}").exists():  # already being written: block the one after
+        n += 1
+    (job_dir / f"chk-{n}").write_text("in the way")  # checkpoint n cannot be written
+    client.get_job_execution_result(timeout_s=180)
+    graph = client.get_job_details()
+    stats = graph.checkpoint_stats
+    assert stats is not None and stats.counts.failed >= 1 and stats.counts.restored >= 1, stats
+    messages = [e.error.message for e in graph.exception_history]
+    assert any("tolerable failure threshold" in m and f"checkpoint {n} " in m
+               for m in messages), messages
     rows = pq.read_table(out).to_pylist()
     got = [((r["k"], int(r["window_start"].timestamp() * 1000)), (r["n"], r["s"])) for r in rows]
     assert sorted(got) == sorted(_expected(1000).items())

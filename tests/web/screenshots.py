@@ -1,8 +1,8 @@
 """Screenshots of every dashboard page for the README (``docs/images/web-*.png``).
 
 Starts a session cluster (1 TaskManager x 2 slots), runs TPC-H Q3 on ``data/test``, a job that
-fails, and a long job, uploads a program, then captures each page with Debian's chromium and
-stops the cluster::
+fails, and a long job (checkpointing every 2 s), uploads a program, then captures each page with
+Debian's chromium and stops the cluster::
 
     python -m tests.web.screenshots [--out docs/images] [--data data/test]
 """
@@ -39,7 +39,8 @@ def _prepare(cluster: dict[str, Any], work: Path, data: Path) -> dict[str, str]:
     failed = submit_detached(cluster, work, "failing-job", 60, fail_at=30,
                              options=("-D", "restart-strategy.type=none"))
     wait_for_job_state(cluster, failed, "FAILED", 120)
-    running = submit_detached(cluster, work, "long-running-job", 20_000)
+    running = submit_detached(cluster, work, "long-running-job", 20_000,
+                              options=("-D", "execution.checkpointing.interval=2 s"))
     wait_for_job_state(cluster, running, "RUNNING", 120)
     prog = work / "example_job.py"
     prog.write_text(SLOW_KEYED_PROGRAM)
@@ -63,6 +64,7 @@ def _capture(cluster: dict[str, Any], ids: dict[str, str], out: Path) -> list[Pa
         ("job-running", f"#/jobs/{ids['running']}", "[data-testid=job-graph]"),
         ("job-exceptions", f"#/jobs/{ids['failed']}/exceptions", "[data-testid=exception-entry]"),
         ("job-timeline", f"#/jobs/{ids['q3']}/timeline", "[data-testid=timeline]"),
+        ("job-checkpoints", f"#/jobs/{ids['running']}/checkpoints", "[data-testid=checkpoints]"),
         ("job-configuration", f"#/jobs/{ids['q3']}/configuration", "[data-testid=job-config]"),
         ("taskmanagers", "#/taskmanagers", "[data-testid=taskmanagers]"),
         ("taskmanager-logs", f"#/taskmanagers/{tm_id}/logs", "[data-testid=log-files]"),

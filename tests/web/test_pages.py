@@ -276,6 +276,187 @@ def test_cancel_asks_for_confirmation(open_page: Callable[..., Any]) -> None:
     assert f"PATCH jobs/{JID}?mode=cancel" in site.requests
 
 
+
+T0 = 1_700_000_000_000
+
+
+def _job(job_type: str = "STREAMING", state: str = "RUNNING") -> dict[str, Any]:
+    return {"jid": JID, "name": "j", "state": state, "job-type": job_type, "vertices": [],
+            "plan": {"nodes": []}, "status-counts": {}, "start-time": T0, "end-time": -1,
+            "duration": 1}
+
+
+def _checkpoint(cid: int, status: str, trigger: int, ack: int, e2e: int, size: int,
+                acked: int = 2, savepoint: bool = False, **extra: Any) -> dict[str, Any]:
+    """One ``<checkpoint>`` of ``GET /jobs/:jobid/checkpoints`` (handlers/checkpoints.py)."""
+    return {"className": status.lower(), "id": cid, "status": status, "is_savepoint": savepoint,
+            "savepointFormat": "NATIVE" if savepoint else None, "trigger_timestamp": trigger,
+            "latest_ack_timestamp": ack, "checkpointed_size": size, "state_size": size,
+            "end_to_end_duration": e2e, "alignment_buffered": 0, "processed_data": 0,
+            "persisted_data": 0, "num_subtasks": 2, "num_acknowledged_subtasks": acked,
+            "checkpoint_type": "SAVEPOINT" if savepoint else "CHECKPOINT", "tasks": {}, **extra}
+
+
+def _stats(history: list[dict[str, Any]], restored: dict[str, Any] | None = None,
+           **summary: dict[str, float]) -> dict[str, Any]:
+    def latest(pred: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+        return next((c for c in history if pred(c)), None)
+
+    zeros = dict.fromkeys(["min", "max", "avg", "p50", "p90", "p95", "p99", "p999"], 0)
+    statuses = [c["status"] for c in history]
+    return {
+        "counts": {"restored": int(restored is not None), "total": len(history) + 1,
+                   "in_progress": statuses.count("IN_PROGRESS"),
+                   "completed": statuses.count("COMPLETED"), "failed": statuses.count("FAILED")},
+        "summary": {key: summary.get(key, zeros) for key in (
+            "checkpointed_size", "state_size", "end_to_end_duration", "alignment_buffered",
+            "processed_data", "persisted_data")},
+        "latest": {
+            "completed": latest(lambda c: c["status"] == "COMPLETED" and not c["is_savepoint"]),
+            "savepoint": latest(lambda c: c["status"] == "COMPLETED" and c["is_savepoint"]),
+            "failed": latest(lambda c: c["status"] == "FAILED"),
+            "restored": restored},
+        "history": history}
+
+
+def _checkpoint_config(interval: int = 60_000) -> dict[str, Any]:
+    return {"mode": "exactly_once", "interval": interval, "timeout": 600_000, "min_pause": 500,
+            "max_concurrent": 1, "externalization": {"enabled": True,
+                                                     "delete_on_cancellation": False},
+            "state_backend": "hashmap", "checkpoint_storage": "FileSystemCheckpointStorage",
+            "unaligned_checkpoints": False, "tolerable_failed_checkpoints": 3,
+            "aligned_checkpoint_timeout": 0, "checkpoints_after_tasks_finish": True,
+            "state_changelog_enabled": False, "changelog_periodic_materialization_interval": -1,
+            "changelog_storage": "memory"}
+
+
+def test_checkpoints_tab_shows_counts_history_summary_and_configuration(
+        open_page: Callable[..., Any]) -> None:
+    savepoint_path = "file:/tmp/savepoints/savepoint-aaaaaa-3"
+    restored = {"id": 1, "restore_timestamp": T0 + 1_000, "is_savepoint": True,
+                "external_path": "file:/tmp/savepoints/savepoint-restored"}
+    older = [
+        _checkpoint(4, "FAILED", T0 + 40_000, -1, 600_000, 0, acked=1,
+                    failure_timestamp=T0 + 640_000,
+                    failure_message="Checkpoint expired before completing."),
+        _checkpoint(3, "COMPLETED", T0 + 30_000, T0 + 31_500, 1_500, 3 * 1024 * 1024,
+                    savepoint=True, external_path=savepoint_path, discarded=False),
+        _checkpoint(2, "COMPLETED", T0 + 20_000, T0 + 20_850, 850, 1536,
+                    external_path=f"file:/tmp/chk/{JID}/chk-2", discarded=False),
+    ]
+    summary = {"end_to_end_duration": {"min": 850, "max": 1500, "avg": 1175, "p50": 1175.0,
+                                       "p90": 1435.0, "p95": 1467.5, "p99": 1493.5,
+                                       "p999": 1499.35},
+               "state_size": {"min": 1536, "max": 3 * 1024 * 1024, "avg": 1573632,
+                              "p50": 1573632.0, "p90": 2831155.2, "p95": 2988441.6,
+                              "p99": 3114270.72, "p999": 3142582.272}}
+    in_progress = _checkpoint(5, "IN_PROGRESS", T0 + 50_000, T0 + 50_400, 400, 512, acked=1)
+    done = {"now": False}
+
+    def checkpoints(_: str) -> Answer:
+        if done["now"]:  # checkpoint 5 completes between two refreshes
+            finished = {**in_progress, "status": "COMPLETED", "className": "completed",
+                        "num_acknowledged_subtasks": 2, "external_path": "file:/tmp/chk-5"}
+            return _stats([finished, *older], restored, **summary)
+        return _stats([in_progress, *older], restored, **summary)
+
+    page, site = open_page({f"jobs/{JID}": _job(), f"jobs/{JID}/checkpoints": checkpoints,
+                            f"jobs/{JID}/checkpoints/config": _checkpoint_config()},
+                           f"#/jobs/{JID}/checkpoints")
+    expect(page.locator("nav.tabs a.tab.active")).to_have_text("Checkpoints")
+    counts = page.locator("[data-testid=checkpoint-counts]")
+    for label, value in [("Triggered", "5"), ("In Progress", "1"), ("Completed", "2"),
+                         ("Failed", "1"), ("Restored", "1")]:
+        expect(counts.locator(f'[data-stat="{label}"] .stat-value')).to_have_text(value)
+
+    rows = page.locator("[data-testid=checkpoint-row]")
+    expect(rows).to_have_count(4)
+
+    def t(ms: int) -> str:
+        return str(_module(page, "format.js", f"m.time({ms})"))
+
+    assert [rows.nth(i).locator("td").all_inner_texts() for i in range(4)] == [
+        ["5", "IN_PROGRESS", "Checkpoint", "1/2", t(T0 + 50_000), t(T0 + 50_400), "400ms",
+         "512 B", "-"],
+        ["4", "FAILED", "Checkpoint", "1/2", t(T0 + 40_000), "-", "10m 0s", "0 B", "-"],
+        ["3", "COMPLETED", "Savepoint", "2/2", t(T0 + 30_000), t(T0 + 31_500), "1.50s",
+         "3.00 MB", savepoint_path],
+        ["2", "COMPLETED", "Checkpoint", "2/2", t(T0 + 20_000), t(T0 + 20_850), "850ms",
+         "1.50 KB", f"file:/tmp/chk/{JID}/chk-2"],
+    ]
+    failure = page.locator("[data-testid=checkpoint-failure]")  # the failed row's message
+    expect(failure).to_have_count(1)
+    expect(failure).to_have_attribute("data-checkpoint-id", "4")
+    expect(failure).to_contain_text(f"Failed {t(T0 + 640_000)}: Checkpoint expired before")
+    expect(page.locator("[data-testid=latest-failed]")).to_contain_text(
+        "Checkpoint expired before completing.")
+    expect(page.locator("[data-testid=latest-savepoint]")).to_contain_text(savepoint_path)
+    expect(page.locator("[data-testid=latest-completed]")).to_contain_text("chk-2")
+    latest_restored = page.locator("[data-testid=latest-restored]")
+    expect(latest_restored).to_contain_text("file:/tmp/savepoints/savepoint-restored")
+    expect(latest_restored).to_contain_text("Savepoint")
+    expect(latest_restored).to_contain_text(t(T0 + 1_000))
+
+    summary_table = page.locator("[data-testid=checkpoint-summary]")
+    e2e = summary_table.locator("tr[data-metric=end_to_end_duration]")
+    assert [e2e.locator(f"td[data-stat={p}]").inner_text() for p in ("min", "avg", "max")] == [
+        "850ms", "1.18s", "1.50s"]
+    size = summary_table.locator("tr[data-metric=state_size]")
+    assert [size.locator(f"td[data-stat={p}]").inner_text() for p in ("min", "max")] == [
+        "1.50 KB", "3.00 MB"]
+
+    config = page.locator("[data-testid=checkpoint-config]")
+    for key, value in [("mode", "Exactly Once"), ("interval", "1m 0s"), ("timeout", "10m 0s"),
+                       ("min_pause", "500ms"), ("max_concurrent", "1"),
+                       ("tolerable_failed_checkpoints", "3"),
+                       ("externalization", "Enabled (retain on cancellation)"),
+                       ("checkpoint_storage", "FileSystemCheckpointStorage")]:
+        expect(config.locator(f"[data-config={key}]")).to_have_text(value)
+    assert f"GET jobs/{JID}/checkpoints/config" in site.requests
+
+    done["now"] = True  # the page refreshes like the others
+    expect(rows.first).to_have_attribute("data-status", "COMPLETED")
+    expect(rows.first.locator("td").nth(3)).to_have_text("2/2")
+
+
+def test_a_batch_job_says_checkpointing_is_not_enabled(open_page: Callable[..., Any]) -> None:
+    page, site = open_page({
+        f"jobs/{JID}": _job("BATCH", "FINISHED"),
+        f"jobs/{JID}/checkpoints": _stats([]),
+        f"jobs/{JID}/checkpoints/config": (404, {"errors": [
+            f"Checkpointing is not enabled for this job ({JID})."]}),
+    }, f"#/jobs/{JID}/checkpoints")
+    expect(page.locator("[data-testid=checkpointing-disabled]")).to_have_text(
+        "Checkpointing is not enabled for this job.")
+    expect(page.locator(".error-box")).to_have_count(0)
+    expect(page.locator("[data-testid=checkpoint-history]")).to_have_count(0)
+    assert f"GET jobs/{JID}/checkpoints/config" in site.requests
+
+
+def test_checkpoint_failure_messages_and_paths_are_never_markup(
+        open_page: Callable[..., Any]) -> None:
+    history = [
+        _checkpoint(2, "FAILED", T0 + 2_000, -1, 30, 0, failure_timestamp=T0 + 2_030,
+                    failure_message=f"declined by Slow map (1/2): {EVIL}"),
+        _checkpoint(1, "COMPLETED", T0, T0 + 40, 40, 10, external_path=f"file:/tmp/{EVIL}",
+                    discarded=False),
+    ]
+    restored = {"id": 1, "restore_timestamp": T0 + 1_000, "is_savepoint": False,
+                "external_path": f"file:/tmp/{EVIL}"}
+    page, _ = open_page({f"jobs/{JID}": _job(), f"jobs/{JID}/checkpoints": _stats(
+        history, restored), f"jobs/{JID}/checkpoints/config": _checkpoint_config(2**63 - 1)},
+                        f"#/jobs/{JID}/checkpoints")
+    expect(page.locator("[data-testid=checkpoint-failure]")).to_contain_text(
+        f"declined by Slow map (1/2): {EVIL}")
+    expect(page.locator("[data-testid=latest-failed]")).to_contain_text(EVIL)
+    expect(page.locator("[data-testid=checkpoint-row]").nth(1)).to_contain_text(
+        f"file:/tmp/{EVIL}")
+    expect(page.locator("[data-testid=latest-restored]")).to_contain_text(f"file:/tmp/{EVIL}")
+    expect(page.locator("[data-config=interval]")).to_have_text("Periodic checkpoints disabled")
+    assert page.locator("img[src=x]").count() == 0
+    assert page.evaluate("window.pwned") is None
+
+
 def test_log_pages_are_whole_lines_at_exact_byte_offsets(open_page: Callable[..., Any]) -> None:
     text = "".join(f"line {i:03d} ünïcödé\n" for i in range(20_000)).encode()
     size = len(text)

@@ -103,6 +103,8 @@ export const api = {
   job: (jid) => getJSON(`jobs/${seg(jid)}`),
   jobConfig: (jid) => getJSON(`jobs/${seg(jid)}/config`),
   jobExceptions: (jid) => getJSON(`jobs/${seg(jid)}/exceptions?maxExceptions=20`),
+  jobCheckpoints: (jid) => getJSON(`jobs/${seg(jid)}/checkpoints`),
+  jobCheckpointConfig: (jid) => getJSON(`jobs/${seg(jid)}/checkpoints/config`),
   vertex: (jid, vid) => getJSON(`jobs/${seg(jid)}/vertices/${seg(vid)}`),
   backpressure: (jid, vid) => getJSON(`jobs/${seg(jid)}/vertices/${seg(vid)}/backpressure`),
   subtaskTimes: (jid, vid) => getJSON(`jobs/${seg(jid)}/vertices/${seg(vid)}/subtasktimes`),

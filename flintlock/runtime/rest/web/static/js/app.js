@@ -22,7 +22,7 @@ const ROUTES = [
   [/^\/overview$/, overviewPage, "overview"],
   [/^\/jobs\/running$/, runningJobsPage, "jobs/running"],
   [/^\/jobs\/completed$/, completedJobsPage, "jobs/completed"],
-  [/^\/jobs\/(?<jid>[0-9a-fA-F]{32})(?:\/(?<tab>vertices|exceptions|timeline|configuration))?(?:\/(?<vid>[0-9a-fA-F]{32}))?$/,
+  [/^\/jobs\/(?<jid>[0-9a-fA-F]{32})(?:\/(?<tab>vertices|exceptions|timeline|checkpoints|configuration))?(?:\/(?<vid>[0-9a-fA-F]{32}))?$/,
     jobPage, null],
   [/^\/taskmanagers$/, taskManagersPage, "taskmanagers"],
   [/^\/taskmanagers\/(?<tmid>[^/]+)(?:\/(?<tab>logs|metrics))?$/, taskManagerPage, "taskmanagers"],

@@ -1,10 +1,12 @@
 // One job: header (state, times, Cancel), tabs Overview (DAG, vertices, subtasks of the selected
-// vertex) / Exceptions / Timeline / Configuration. Routes:
-//   #/jobs/<jid>, #/jobs/<jid>/vertices/<vid>, #/jobs/<jid>/exceptions, /timeline, /configuration
+// vertex) / Exceptions / Timeline / Checkpoints / Configuration. Routes:
+//   #/jobs/<jid>, #/jobs/<jid>/vertices/<vid>, #/jobs/<jid>/exceptions, /timeline, /checkpoints,
+//   /configuration
 import { api, seg } from "../api.js";
 import { dagSvg } from "../dag.js";
 import { card, errorBox, h, keyValues, table, tabs } from "../dom.js";
 import { badge, duration, isTerminal, taskCounts, time } from "../format.js";
+import { checkpointsView } from "./job_checkpoints.js";
 import { exceptionsView } from "./job_exceptions.js";
 import { timelineView } from "./job_timeline.js";
 import { subtasksView, verticesTable } from "./job_vertices.js";
@@ -131,12 +133,14 @@ export default {
     let body;
     if (tab === "exceptions") body = await exceptionsView(job, ctx);
     else if (tab === "timeline") body = await timelineView(job);
+    else if (tab === "checkpoints") body = await checkpointsView(job);
     else if (tab === "configuration") body = await configurationTab(job);
     else body = await overviewTab(job, ctx);
     return h("div", { "data-testid": "job-page", dataset: { jid: job.jid, state: job.state } },
       header(job, ctx),
       tabs([["overview", "Overview", base], ["exceptions", "Exceptions", `${base}/exceptions`],
         ["timeline", "Timeline", `${base}/timeline`],
+        ["checkpoints", "Checkpoints", `${base}/checkpoints`],
         ["configuration", "Configuration", `${base}/configuration`]], tab),
       body);
   },
