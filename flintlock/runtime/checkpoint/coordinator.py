@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import collections
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -206,11 +206,6 @@ class CheckpointStats:
     #: acknowledged subtasks per job vertex id (text)
     acknowledged_per_vertex: dict[str, int] = field(default_factory=dict)
     subtasks_per_vertex: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def duration_ms(self) -> int:
-        end = self.failure_timestamp_ms or self.latest_ack_timestamp_ms or self.trigger_timestamp_ms
-        return max(0, end - self.trigger_timestamp_ms)
 
 
 class CheckpointCoordinator:
@@ -467,6 +462,3 @@ class CheckpointCoordinator:
         self.counts["restored"] += 1
         self.latest_restored = (checkpoint.checkpoint_id, now_ms, checkpoint.external_pointer,
                                 checkpoint.savepoint)
-
-    def summary(self) -> Mapping[str, Any]:
-        return {"counts": dict(self.counts), "in_progress": len(self.pending)}

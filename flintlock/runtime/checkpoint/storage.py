@@ -17,7 +17,7 @@ import uuid
 
 import pyarrow.fs as pafs
 
-from flintlock.runtime.checkpoint.snapshots import CheckpointMetadataException, CompletedCheckpoint
+from flintlock.runtime.checkpoint.snapshots import CompletedCheckpoint
 from flintlock.runtime.shuffle.layout import filesystem_and_path
 
 __all__ = [
@@ -92,5 +92,3 @@ def discard(location: str) -> None:
     except FileNotFoundError:
         pass
 
-
-__all__ += ["CheckpointMetadataException"]

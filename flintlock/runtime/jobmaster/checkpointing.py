@@ -72,7 +72,6 @@ class CheckpointCoordinatorShell:
         self.settings = settings
         self.coordinator = CheckpointCoordinator(str(job_master.job_id), settings)
         self._io = io
-        self._finalizing: set[int] = set()
         self._stopped = False
         #: savepoints in progress: checkpoint id -> (location, cancel the job when complete)
         self._savepoints: dict[int, tuple[str, bool]] = {}
@@ -202,7 +201,7 @@ class CheckpointCoordinatorShell:
                                               self.jm.clock.now_ms()))
 
     def restore_blocked(self) -> bool:
-        return bool(self._finalizing)
+        return any(p.finalizing for p in self.coordinator.pending.values())
 
     def restore_state(self, vertices: list[ExecutionVertexID]) -> dict[ExecutionVertexID, Any]:
         latest = self.coordinator.restore_latest(self.jm.clock.now_ms(), vertices)
@@ -278,7 +277,6 @@ class CheckpointCoordinatorShell:
 
     def _finalize(self, checkpoint: CompletedCheckpoint) -> None:
         n = checkpoint.checkpoint_id
-        self._finalizing.add(n)
 
         def work() -> str | None:
             storage.write_metadata(checkpoint)
@@ -291,7 +289,6 @@ class CheckpointCoordinatorShell:
             return None
 
         def done(commit_error: str | None, error: BaseException | None) -> None:
-            self._finalizing.discard(n)
             now_s, now_ms = self.jm.clock.monotonic(), self.jm.clock.now_ms()
             reason = None if error is None else f"{type(error).__name__}: {error}"
             self.apply(self.coordinator.finalized(checkpoint, reason, now_s, now_ms))

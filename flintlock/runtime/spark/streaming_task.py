@@ -51,7 +51,6 @@ import pyarrow as pa
 from flintlock.config import options
 from flintlock.connectors.file import FileSink
 from flintlock.connectors.sinks import CollectSink
-from flintlock.runtime.checkpoint.barriers import BarrierAligner
 from flintlock.runtime.checkpoint.snapshots import TaskStateSnapshot
 from flintlock.runtime.deployment import PartitionLocation
 from flintlock.runtime.operators.specs import OperatorChain, SinkSpec, SourceSpec
@@ -139,7 +138,7 @@ class SparkStreamingTask(SparkStreamTask):
         conf = self._tdd.job_configuration
         # every streaming job can take a checkpoint or savepoint (periodic ones or not)
         self.checkpoints = TaskCheckpoints(
-            (), _setting(conf, options.CHECKPOINTING_MODE) == "EXACTLY_ONCE", enabled=True)
+            _setting(conf, options.CHECKPOINTING_MODE) == "EXACTLY_ONCE")
 
     # ---- checkpoint RPCs (TaskExecutor thread) -------------------------------------------------
 
@@ -191,10 +190,8 @@ class SparkStreamingTask(SparkStreamTask):
         readers = [PipelinedPartitionReader([loc.uri for loc in g.partitions], tdd.subtask_index,
                                             g.subpartition_start, g.subpartition_end)
                    for g in tdd.input_gates]
-        checkpoints = self.checkpoints
-        if readers:
-            checkpoints.aligner = BarrierAligner(readers, checkpoints.exactly_once)
-        align = checkpoints.enabled and checkpoints.exactly_once
+        self.checkpoints.set_inputs(readers)
+        align = self.checkpoints.exactly_once
         head = chain.nodes[0].spec
         source: EpochSource | None = None
         if isinstance(head, SourceSpec):
@@ -433,8 +430,7 @@ class SparkStreamingTask(SparkStreamTask):
                 subtask_index=tdd.subtask_index, parallelism=tdd.number_of_subtasks,
                 print_fn=self._env.print_fn, run=self._run, append=True,
             )
-            if committable is not None and self.checkpoints.enabled and \
-                    isinstance(sink, FileSink):
+            if committable is not None and isinstance(sink, FileSink):
                 # the attempt's transactions not published by a checkpoint go with the job
                 self.checkpoints.wrote(sink_index, str(committable))
                 committable = sink.temporary_dir(str(tdd.job_id), self._tag)

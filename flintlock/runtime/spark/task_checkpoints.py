@@ -46,17 +46,13 @@ class TaskCheckpoints:
     """See the module docstring.
 
     Args:
-        readers: the subtask's input gate readers (none for a source).
         exactly_once: EXACTLY_ONCE (aligned barriers) or AT_LEAST_ONCE.
-        enabled: sink transactions are used (every streaming task: any checkpoint or savepoint
-            may pre-commit them).
     """
 
-    def __init__(self, readers: Sequence[Any], exactly_once: bool = True,
-                 enabled: bool = False) -> None:
-        self.enabled = enabled
+    def __init__(self, exactly_once: bool = True) -> None:
         self.exactly_once = exactly_once
-        self.aligner = BarrierAligner(readers, exactly_once) if readers else None
+        #: set once the subtask's input gate readers exist (``set_inputs``; none for a source)
+        self.aligner: BarrierAligner | None = None
         self._inbox: queue.SimpleQueue[tuple[str, int, str]] = queue.SimpleQueue()
         #: the current sink transaction number, and the closed ones not known committed:
         #: (closed at checkpoint n, sink index, directory)
@@ -64,6 +60,10 @@ class TaskCheckpoints:
         self.closed: list[tuple[int, int, str]] = []
         #: sink index -> directory written in the current transaction
         self.open: dict[int, str] = {}
+
+    def set_inputs(self, readers: Sequence[Any]) -> None:
+        """The subtask's input gate readers, whose barriers it aligns."""
+        self.aligner = BarrierAligner(readers, self.exactly_once) if readers else None
 
     # ---- from the TaskExecutor (any thread) --------------------------------------------------------
 
@@ -80,7 +80,7 @@ class TaskCheckpoints:
 
     def transaction_attempt(self, attempt_tag: str) -> str:
         """The ``attempt`` a FileSink writes under this epoch (``FileSink.temporary_dir``)."""
-        return f"{attempt_tag}/txn-{self.transaction:05d}" if self.enabled else attempt_tag
+        return f"{attempt_tag}/txn-{self.transaction:05d}"
 
     def wrote(self, sink_index: int, directory: str) -> None:
         """A sink wrote part files into ``directory`` in the current transaction."""

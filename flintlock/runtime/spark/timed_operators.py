@@ -352,18 +352,11 @@ def _copy_tree(source: str, target: str) -> int:
 
     src_fs, src = filesystem_and_path(source)
     dst_fs, dst = filesystem_and_path(target)
-    size = 0
     infos = src_fs.get_file_info(pafs.FileSelector(src, recursive=True, allow_not_found=True))
     dst_fs.create_dir(dst, recursive=True)
-    for info in infos:
-        rel = info.path[len(src):].lstrip("/")
-        if info.type == pafs.FileType.Directory:
-            dst_fs.create_dir(f"{dst}/{rel}", recursive=True)
-        elif info.type == pafs.FileType.File:
-            pafs.copy_files(info.path, f"{dst}/{rel}", source_filesystem=src_fs,
-                            destination_filesystem=dst_fs)
-            size += info.size or 0
-    return size
+    if infos:
+        pafs.copy_files(src, dst, source_filesystem=src_fs, destination_filesystem=dst_fs)
+    return sum(i.size or 0 for i in infos if i.type == pafs.FileType.File)
 
 
 def _assigner_settings(spec: WatermarkAssignerSpec) -> dict[str, Any]:
