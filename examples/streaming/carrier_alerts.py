@@ -15,7 +15,7 @@ subtask, so every carrier's flights reach the function in event-time order.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,13 +61,19 @@ class DelayAlerts(KeyedProcessFunction):
         self.recent.update([t for t in self.recent.get() if t > timestamp - WINDOW_MS])
 
 
-def build(env: Any, data_dir: str, *, rate: int | None = 20_000, limit: int | None = None) -> Any:
+def build(env: Any, data_dir: str, *, rate: int | None = 20_000, limit: int | None = None,
+          replayed: Callable[[Any], Any] | None = None) -> Any:
+    """The alerts stream. ``replayed`` is applied to the replayed flights first (the
+    fault-injection runs add a failing map there; it must keep parallelism 1, so the flights
+    stay in order)."""
     from flintlock.api.watermarks import WatermarkStrategy
 
     source = replay_source(data_dir, "scheduled", rate, limit)
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_column("sched_dep")
-    return (env.from_source(source, "flights in scheduled order").set_parallelism(1)
-            .assign_timestamps_and_watermarks(strategy).set_parallelism(1)
+    flights = env.from_source(source, "flights in scheduled order").set_parallelism(1)
+    if replayed is not None:
+        flights = replayed(flights)
+    return (flights.assign_timestamps_and_watermarks(strategy).set_parallelism(1)
             .key_by("carrier")
             .process(DelayAlerts(), OUTPUT_SCHEMA).name("delay alerts"))
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,10 @@ GROUP BY ALL
 
 
 def build(env: Any, data_dir: str, *, rate: int | None = 20_000, limit: int | None = None,
-          out_of_orderness: datetime.timedelta = datetime.timedelta(minutes=30)) -> tuple[Any, Any]:
-    """(hourly windows stream, late flights stream)."""
+          out_of_orderness: datetime.timedelta = datetime.timedelta(minutes=30),
+          replayed: Callable[[Any], Any] | None = None) -> tuple[Any, Any]:
+    """(hourly windows stream, late flights stream). ``replayed`` is applied to the replayed
+    flights first (the fault-injection runs add a failing map there)."""
     from flintlock.api.watermarks import WatermarkStrategy
     from flintlock.api.windows import OutputTag, TumblingEventTimeWindows
 
@@ -45,8 +48,10 @@ def build(env: Any, data_dir: str, *, rate: int | None = 20_000, limit: int | No
     strategy = (WatermarkStrategy.for_bounded_out_of_orderness(out_of_orderness)
                 .with_timestamp_column("sched_dep"))
     late = OutputTag("late-flights")
-    hourly = (env.from_source(source, "departures")
-              .assign_timestamps_and_watermarks(strategy)
+    flights = env.from_source(source, "departures")
+    if replayed is not None:
+        flights = replayed(flights)
+    hourly = (flights.assign_timestamps_and_watermarks(strategy)
               .key_by("origin")
               .window(TumblingEventTimeWindows.of(datetime.timedelta(hours=1)))
               .side_output_late_data(late)

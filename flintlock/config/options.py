@@ -200,6 +200,10 @@ EXP_ATTEMPTS = option("restart-strategy.exponential-delay.attempts-before-reset-
 HEARTBEAT_INTERVAL = option("heartbeat.interval", 10.0, duration, "Heartbeat request interval.")
 HEARTBEAT_TIMEOUT = option("heartbeat.timeout", 50.0, duration,
                            "A peer silent this long is considered lost.")
+HEARTBEAT_RPC_FAILURE_THRESHOLD = option(
+    "heartbeat.rpc-failure-threshold", 2, int,
+    "Consecutive heartbeat RPCs that found the target unreachable (connection refused or "
+    "reset) until it is marked lost, before heartbeat.timeout; -1 disables this.")
 SLOT_REQUEST_TIMEOUT = option("slot.request.timeout", 300.0, duration,
                               "Pending slot requests fail after this long.")
 SLOT_IDLE_TIMEOUT = option("slot.idle.timeout", 50.0, duration,

@@ -34,7 +34,7 @@ from typing import Any
 
 import cloudpickle
 
-__all__ = ["FailureBudget", "Gate", "InjectedFailure", "fail_at_record"]
+__all__ = ["FailureBudget", "Gate", "InjectedFailure", "fail_at_record", "fail_at_records"]
 
 _POLL_S = 0.02
 
@@ -133,6 +133,45 @@ def fail_at_record(fn: Callable[..., Any], *, record: Any, budget: FailureBudget
     """``fn``, failing the first ``budget.times`` attempts that reach the row whose ``field`` is
     ``record`` with ``InjectedFailure("Injected failure at record <record> (attempt <n>)")``."""
     return FailAtRecord(fn, record, budget, field)
+
+
+@dataclass(frozen=True, repr=False)
+class FailAtRecords(_ShipsWrappedFunctionByValue):
+    """Wraps a map/flat_map/filter function; fails once at each record of ``records``.
+
+    Each record has its own one-failure budget (``<directory>/record-<record>``), so a record
+    reached again after a restore (a source rewound to a checkpoint) passes; the seeded
+    fault-injection runs place their task failures this way.
+    """
+
+    fn: Callable[..., Any]
+    records: frozenset[Any]
+    directory: str
+    field: str = "id"
+
+    def __repr__(self) -> str:
+        return f"fail_at_records({_name(self.fn)}, records={sorted(self.records)!r})"
+
+    def budget(self, record: Any) -> FailureBudget:
+        return FailureBudget(os.path.join(self.directory, f"record-{record}"), 1)
+
+    def __call__(self, row: Any, *rest: Any) -> Any:
+        record = _value(row, self.field)
+        if record in self.records and self.budget(record).take() is not None:
+            raise InjectedFailure(f"Injected failure at record {record!r}")
+        return self.fn(row, *rest)
+
+    def used(self) -> list[Any]:
+        """The records at which a failure was injected so far."""
+        return sorted(r for r in self.records if self.budget(r).used())
+
+
+def fail_at_records(fn: Callable[..., Any], *, records: Any, directory: str,
+                    field: str = "id") -> FailAtRecords:
+    """``fn``, failing once at each row whose ``field`` is in ``records`` with
+    ``InjectedFailure("Injected failure at record <record>")``; failures are counted with marker
+    files under ``directory``."""
+    return FailAtRecords(fn, frozenset(records), directory, field)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,13 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import Row
 
-from flintlock.testing.faults import FailureBudget, Gate, InjectedFailure, fail_at_record
+from flintlock.testing.faults import (
+    FailureBudget,
+    Gate,
+    InjectedFailure,
+    fail_at_record,
+    fail_at_records,
+)
 from flintlock.testing.partition_sabotage import (
     delete_partition,
     partition_dirs,
@@ -107,3 +113,18 @@ def test_delete_and_truncate_partition_files(tmp_path: Path) -> None:
         delete_partition(str(shuffle), "job", "ds", 0)
     with pytest.raises(ValueError, match="keep_fraction"):
         truncate_partition(str(shuffle), "job", "ds", 1, keep_fraction=1.0)
+
+
+def test_fail_at_records_fails_once_at_each_listed_record_even_when_replayed(tmp_path: Path) -> None:
+    fn = cloudpickle.loads(cloudpickle.dumps(  # as shipped to a Spark Python worker
+        fail_at_records(lambda r: r.flight_id * 2, records=[3, 5], directory=str(tmp_path),
+                        field="flight_id")))
+    assert repr(fn).endswith("records=[3, 5])")
+    rows = [Row(flight_id=i) for i in range(7)]
+    with pytest.raises(InjectedFailure, match="record 3"):
+        [fn(r) for r in rows]
+    assert fn.used() == [3]
+    with pytest.raises(InjectedFailure, match="record 5"):  # replayed from the start
+        [fn(r) for r in rows]
+    assert [fn(r) for r in rows] == [0, 2, 4, 6, 8, 10, 12]  # each record failed once
+    assert fn.used() == [3, 5]

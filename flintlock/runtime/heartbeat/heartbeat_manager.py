@@ -25,11 +25,23 @@ from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, Generic, Protocol, TypeVar
 
 from flintlock.config.configuration import Configuration, IllegalConfigurationException
-from flintlock.config.options import HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT
+from flintlock.config.options import (
+    HEARTBEAT_INTERVAL,
+    HEARTBEAT_RPC_FAILURE_THRESHOLD,
+    HEARTBEAT_TIMEOUT,
+)
 from flintlock.runtime.clock import TimerHandle
 from flintlock.runtime.rpc.endpoint import RpcEndpoint
+from flintlock.runtime.rpc.exceptions import RecipientUnreachable
 
-__all__ = ["HeartbeatListener", "HeartbeatManager", "HeartbeatMonitor", "heartbeat_settings"]
+__all__ = [
+    "HeartbeatListener",
+    "HeartbeatManager",
+    "HeartbeatMonitor",
+    "UnreachableTargets",
+    "heartbeat_settings",
+    "rpc_failure_threshold",
+]
 
 log = logging.getLogger(__name__)
 
@@ -72,10 +84,59 @@ def heartbeat_settings(configuration: Configuration) -> tuple[float, float]:
     return interval, timeout
 
 
+def rpc_failure_threshold(configuration: Configuration) -> int | None:
+    """``heartbeat.rpc-failure-threshold`` (Flink's ``HeartbeatManagerOptions``, default 2), or
+    None when disabled (-1).
+
+    Raises:
+        IllegalConfigurationException: 0 or less than -1.
+    """
+    value = configuration.get(HEARTBEAT_RPC_FAILURE_THRESHOLD)
+    if value == -1:
+        return None
+    if value < 1:
+        raise IllegalConfigurationException(
+            f"heartbeat.rpc-failure-threshold must be positive or -1 (disabled), got {value}")
+    return int(value)
+
+
+class UnreachableTargets(Generic[K]):
+    """Pure count of consecutive heartbeat RPCs that found each target unreachable.
+
+    After Flink's ``HeartbeatManagerSenderImpl``: only ``RecipientUnreachable`` (connection
+    refused or reset: the process is gone) counts, not a timeout (a paused or busy peer); a
+    successful RPC resets the count. A killed TaskManager is then lost after ``threshold``
+    heartbeat intervals instead of ``heartbeat.timeout``.
+
+    Args:
+        threshold: failures that mark a target unreachable; None: never.
+    """
+
+    def __init__(self, threshold: int | None) -> None:
+        self.threshold = threshold
+        self._failures: dict[K, int] = {}
+
+    def rpc_done(self, target: K, error: BaseException | None) -> bool:
+        """Record one heartbeat RPC's outcome; True when ``target`` just became unreachable."""
+        if not isinstance(error, RecipientUnreachable):
+            if error is None:
+                self._failures.pop(target, None)
+            return False
+        n = self._failures[target] = self._failures.get(target, 0) + 1
+        return self.threshold is not None and n == self.threshold
+
+    def forget(self, target: K) -> None:
+        self._failures.pop(target, None)
+
+
 class HeartbeatListener(Protocol[K_contra]):
-    """Told (in the endpoint's mailbox) that a monitored target stopped sending heartbeats."""
+    """Told (in the endpoint's mailbox) that a monitored target stopped sending heartbeats, or
+    that heartbeat RPCs found it unreachable ``heartbeat.rpc-failure-threshold`` times in a row
+    (Flink's ``HeartbeatListener.notifyHeartbeatTimeout`` / ``notifyTargetUnreachable``)."""
 
     def notify_heartbeat_timeout(self, resource_id: K_contra) -> None: ...
+
+    def notify_target_unreachable(self, resource_id: K_contra) -> None: ...
 
 
 class HeartbeatMonitor(Generic[K]):
@@ -140,6 +201,8 @@ class HeartbeatManager(Generic[K]):
         interval_s: how often targets with a ``request`` callable are asked for a heartbeat.
         timeout_s: silence after which a target is considered lost.
         name: for log lines (``"taskmanagers"``, ``"resourcemanager"``, ...).
+        rpc_failure_threshold: consecutive unreachable heartbeat requests after which a target
+            is lost before its timeout (None: never).
     """
 
     def __init__(
@@ -149,6 +212,7 @@ class HeartbeatManager(Generic[K]):
         interval_s: float,
         timeout_s: float,
         name: str = "heartbeat",
+        rpc_failure_threshold: int | None = None,
     ) -> None:
         if interval_s <= 0:
             raise ValueError(f"heartbeat interval must be positive, got {interval_s}")
@@ -162,6 +226,7 @@ class HeartbeatManager(Generic[K]):
         self._timeout_timer: TimerHandle | None = None
         self._timeout_timer_due: float | None = None
         self._running = False
+        self._unreachable: UnreachableTargets[K] = UnreachableTargets(rpc_failure_threshold)
 
     @classmethod
     def from_configuration(
@@ -169,7 +234,8 @@ class HeartbeatManager(Generic[K]):
         name: str = "heartbeat",
     ) -> HeartbeatManager[K]:
         interval_s, timeout_s = heartbeat_settings(configuration)
-        return cls(endpoint, listener, interval_s, timeout_s, name)
+        return cls(endpoint, listener, interval_s, timeout_s, name,
+                   rpc_failure_threshold(configuration))
 
     @property
     def timeout_s(self) -> float:
@@ -206,6 +272,7 @@ class HeartbeatManager(Generic[K]):
     def unmonitor_target(self, target: K) -> None:
         self._monitor.unmonitor(target)
         self._requests.pop(target, None)
+        self._unreachable.forget(target)
 
     def receive_heartbeat(self, target: K) -> bool:
         """Record a heartbeat from ``target``; False if it is not monitored."""
@@ -244,6 +311,15 @@ class HeartbeatManager(Generic[K]):
         def on_done(_: Any, error: BaseException | None) -> None:
             if error is not None:
                 log.debug("%s: heartbeat request to %s failed: %s", self.name, target, error)
+            if not self._unreachable.rpc_done(target, error) or target not in self._requests:
+                return
+            self.unmonitor_target(target)
+            log.info("%s: %s is unreachable (%d heartbeat requests in a row failed: %s)",
+                     self.name, target, self._unreachable.threshold, error)
+            try:
+                self._listener.notify_target_unreachable(target)
+            except Exception:  # keep monitoring the others
+                log.exception("%s: unreachable-target listener failed for %s", self.name, target)
 
         return on_done
 

@@ -57,9 +57,9 @@ class JobMasterGateway(Protocol):
         """Live metrics of running subtasks on that TaskExecutor (``metrics.live_task_metrics``)."""
         ...
 
-    @oneway
     async def heartbeat_from_resource_manager(self, resource_id: ResourceID) -> None:
-        """The ResourceManager's heartbeat request."""
+        """The ResourceManager's heartbeat request (request-reply: a refused connection counts
+        towards ``heartbeat.rpc-failure-threshold``)."""
         ...
 
     @oneway

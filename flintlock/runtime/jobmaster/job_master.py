@@ -35,7 +35,11 @@ from flintlock.runtime.executiongraph.archived import (
     JobResult,
 )
 from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
-from flintlock.runtime.heartbeat.heartbeat_manager import heartbeat_settings
+from flintlock.runtime.heartbeat.heartbeat_manager import (
+    UnreachableTargets,
+    heartbeat_settings,
+    rpc_failure_threshold,
+)
 from flintlock.runtime.ids import AllocationID, ExecutionAttemptID, JobID, JobVertexID, ResourceID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
@@ -153,6 +157,8 @@ class JobMaster(RpcEndpoint):
         #: in-flight RPCs to other endpoints (awaited briefly on stop)
         self._outgoing: set[asyncio.Task[Any]] = set()
         self._heartbeat_interval, self._heartbeat_timeout = heartbeat_settings(configuration)
+        self._unreachable: UnreachableTargets[ResourceID] = UnreachableTargets(
+            rpc_failure_threshold(configuration))
         rpc_service.register(self)
 
     # ---- life cycle ----------------------------------------------------------------------------
@@ -463,19 +469,12 @@ class JobMaster(RpcEndpoint):
         now = self.clock.monotonic()
         for resource_id, connection in list(self._task_managers.items()):
             if now - connection.last_heartbeat > self._heartbeat_timeout:
-                log.warning("job %s: heartbeat of TaskManager %s timed out", self.job_id, resource_id)
-                del self._task_managers[resource_id]
-                self._handle(
-                    TaskManagerLost(
-                        resource_id,
-                        f"heartbeat of TaskManager with id {resource_id} timed out "
-                        f"(heartbeat.timeout={self._heartbeat_timeout:g}s)",
-                    )
-                )
+                self._task_manager_lost(resource_id, f"heartbeat of TaskManager with id {resource_id} "
+                                        f"timed out (heartbeat.timeout={self._heartbeat_timeout:g}s)")
                 continue
             self._send(
                 self._call_te(connection.address, "heartbeat_from_job_manager", self.resource_id, self.job_id),
-                _log_failure("heartbeat to TaskExecutor"),
+                functools.partial(self._heartbeat_rpc_done, resource_id, connection),
             )
         if (
             self._rm is not None
@@ -486,6 +485,22 @@ class JobMaster(RpcEndpoint):
             self._rm = None
             self._connect_to_resource_manager()
         self.schedule(self._heartbeat_interval, self._heartbeat_tick)
+
+    def _heartbeat_rpc_done(self, resource_id: ResourceID, connection: _TaskManagerConnection,
+                            _: Any, error: BaseException | None) -> None:
+        if error is not None:
+            log.debug("job %s: heartbeat to TaskManager %s failed: %s", self.job_id, resource_id, error)
+        if self._unreachable.rpc_done(resource_id, error) and \
+                self._task_managers.get(resource_id) is connection and self.job_result is None:
+            self._task_manager_lost(resource_id, f"TaskManager with id {resource_id} is unreachable: "
+                                    f"{self._unreachable.threshold} heartbeat RPCs in a row failed "
+                                    f"({error}; heartbeat.rpc-failure-threshold)")
+
+    def _task_manager_lost(self, resource_id: ResourceID, cause: str) -> None:
+        log.warning("job %s: %s", self.job_id, cause)
+        del self._task_managers[resource_id]
+        self._unreachable.forget(resource_id)
+        self._handle(TaskManagerLost(resource_id, cause))
 
     # ---- JobMasterGateway ----------------------------------------------------------------------
 

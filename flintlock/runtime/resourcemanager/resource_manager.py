@@ -78,6 +78,11 @@ class _TaskManagerHeartbeatListener:
             resource_id, f"The heartbeat of TaskManager with id {resource_id} timed out."
         )
 
+    def notify_target_unreachable(self, resource_id: ResourceID) -> None:
+        self._rm._close_task_manager_connection(
+            resource_id, f"TaskManager with id {resource_id} is no longer reachable."
+        )
+
 
 class _JobManagerHeartbeatListener:
     def __init__(self, rm: ResourceManager) -> None:
@@ -87,6 +92,12 @@ class _JobManagerHeartbeatListener:
         for job_id in [j for j, r in self._rm._job_masters.items() if r.resource_id == resource_id]:
             self._rm._close_job_manager_connection(
                 job_id, f"The heartbeat of JobManager with id {resource_id} timed out."
+            )
+
+    def notify_target_unreachable(self, resource_id: ResourceID) -> None:
+        for job_id in [j for j, r in self._rm._job_masters.items() if r.resource_id == resource_id]:
+            self._rm._close_job_manager_connection(
+                job_id, f"JobManager with id {resource_id} is no longer reachable."
             )
 
 

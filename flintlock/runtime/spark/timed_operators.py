@@ -58,18 +58,23 @@ class StateTable:
         self.version = -1
         self.rows = 0
         self.ddl = ""
-        #: a restored version: its path (read-only, owned by the checkpoint)
-        self._restored: tuple[int, str] | None = None
 
     def path(self, version: int) -> str:
-        if self._restored is not None and self._restored[0] == version:
-            return self._restored[1]
         return f"{self.uri}/v-{version}"
 
-    def restore(self, path: str, rows: int, ddl: str) -> None:
-        """Start from a checkpoint's copy at ``path`` (version 0, never deleted here)."""
+    def restore(self, checkpointed: str, rows: int, ddl: str) -> None:
+        """Start from a copy of a checkpoint's state at ``checkpointed`` as version 0.
+
+        A copy, not a reference: the checkpoint is discarded once ``state.checkpoints.
+        num-retained`` newer ones completed, possibly while this attempt still holds the
+        restored version (a subtask that received no rows since).
+
+        Raises:
+            FileNotFoundError: the checkpoint has rows but no files there.
+        """
+        if not _copy_tree(checkpointed, self.path(0)) and rows:
+            raise FileNotFoundError(f"checkpointed state {checkpointed} of {rows} rows is missing")
         self.version, self.rows, self.ddl = 0, rows, ddl
-        self._restored = (0, path.rstrip("/"))
 
     def read(self, spark: Any, sub: str = "") -> Any:
         """The newest version (None when empty)."""
@@ -82,7 +87,7 @@ class StateTable:
         previous (the previous may still be read by the epoch's outputs)."""
         self.version += 1
         self.rows, self.ddl = rows, ddl or self.ddl
-        if self.version >= 2 and not (self._restored and self._restored[0] == self.version - 2):
+        if self.version >= 2:
             fs, path = filesystem_and_path(self.path(self.version - 2))
             try:
                 fs.delete_dir(path)
@@ -218,6 +223,9 @@ class TimedOperators:
                 rows, ddl = st.table.rows, st.table.ddl
                 state_dir = f"{directory.rstrip('/')}/{index}"
                 size = _copy_tree(st.table.path(st.table.version), state_dir)
+                if not size and rows:  # never record state that is not there
+                    raise FileNotFoundError(f"state version {st.table.path(st.table.version)} "
+                                            f"of {rows} rows is missing")
             handles.append(OperatorStateHandle(
                 index, operator_ids.get(index, ""), state_dir, rows, ddl, st.watermark,
                 st.next_event, st.next_processing, st.max_timestamp, size))

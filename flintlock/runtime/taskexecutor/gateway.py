@@ -102,14 +102,17 @@ class TaskExecutorGateway(Protocol):
         """Delete the stored result partitions (no consumer needs them any more)."""
         ...
 
-    @oneway
     async def heartbeat_from_job_manager(self, resource_id: ResourceID, job_id: JobID) -> None:
-        """A JobMaster's heartbeat request; the TaskExecutor answers with its own heartbeat."""
+        """A JobMaster's heartbeat request; the TaskExecutor answers with its own heartbeat.
+
+        A request-reply call, as Flink's ``CompletableFuture<Void> heartbeatFromJobManager``: a
+        reply means delivered, and ``RecipientUnreachable`` counts towards
+        ``heartbeat.rpc-failure-threshold``."""
         ...
 
-    @oneway
     async def heartbeat_from_resource_manager(self, resource_id: ResourceID) -> None:
-        """The ResourceManager's heartbeat request; answered with a SlotReport heartbeat."""
+        """The ResourceManager's heartbeat request; answered with a SlotReport heartbeat (a
+        request-reply call, like ``heartbeat_from_job_manager``)."""
         ...
 
     @oneway

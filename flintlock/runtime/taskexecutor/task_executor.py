@@ -107,6 +107,11 @@ class _ResourceManagerHeartbeatListener:
             f"The heartbeat of ResourceManager with id {resource_id} timed out."
         )
 
+    def notify_target_unreachable(self, resource_id: ResourceID) -> None:
+        self._te._reconnect_to_resource_manager(
+            f"ResourceManager with id {resource_id} is no longer reachable."
+        )
+
 
 class _JobManagerHeartbeatListener:
     def __init__(self, te: TaskExecutor) -> None:
@@ -114,6 +119,10 @@ class _JobManagerHeartbeatListener:
 
     def notify_heartbeat_timeout(self, job_id: JobID) -> None:
         self._te._release_job(job_id, f"The heartbeat of JobManager for job {job_id} timed out.",
+                              tell_job_master=True)
+
+    def notify_target_unreachable(self, job_id: JobID) -> None:
+        self._te._release_job(job_id, f"JobManager for job {job_id} is no longer reachable.",
                               tell_job_master=True)
 
 

@@ -5,9 +5,15 @@ import asyncio
 import pytest
 
 from flintlock.runtime.clock import ManualClock
-from flintlock.runtime.heartbeat.heartbeat_manager import HeartbeatManager, HeartbeatMonitor
+from flintlock.runtime.heartbeat.heartbeat_manager import (
+    HeartbeatManager,
+    HeartbeatMonitor,
+    UnreachableTargets,
+    rpc_failure_threshold,
+)
 from flintlock.runtime.ids import ResourceID
 from flintlock.runtime.rpc.endpoint import RpcEndpoint
+from flintlock.runtime.rpc.exceptions import RecipientUnreachable, RpcTimeout
 from flintlock.testing.waiting import wait_until
 
 TE1 = ResourceID("te-1")
@@ -39,6 +45,30 @@ def test_heartbeat_from_unmonitored_target_is_ignored() -> None:
     assert monitor.expired(now=100.0) == []
 
 
+def test_only_consecutive_unreachable_rpcs_mark_a_target_unreachable() -> None:
+    targets: UnreachableTargets[ResourceID] = UnreachableTargets(threshold=2)
+    gone = RecipientUnreachable("connection refused")
+    assert not targets.rpc_done(TE1, gone)
+    assert not targets.rpc_done(TE1, None)  # a success resets the count
+    assert not targets.rpc_done(TE1, gone)
+    assert not targets.rpc_done(TE1, RpcTimeout("slow"))  # a paused peer is not gone
+    assert targets.rpc_done(TE1, gone)  # the second unreachable in a row
+    assert not targets.rpc_done(TE1, gone)  # reported once
+    assert not targets.rpc_done(TE2, gone)
+    never: UnreachableTargets[ResourceID] = UnreachableTargets(threshold=None)
+    assert not any(never.rpc_done(TE1, gone) for _ in range(10))
+
+
+def test_rpc_failure_threshold_follows_flinks_option() -> None:
+    from flintlock.config import Configuration
+    from flintlock.config.configuration import IllegalConfigurationException
+
+    assert rpc_failure_threshold(Configuration()) == 2
+    assert rpc_failure_threshold(Configuration({"heartbeat.rpc-failure-threshold": "-1"})) is None
+    with pytest.raises(IllegalConfigurationException, match="positive or -1"):
+        rpc_failure_threshold(Configuration({"heartbeat.rpc-failure-threshold": "0"}))
+
+
 def test_non_positive_timeout_is_rejected() -> None:
     with pytest.raises(ValueError, match="positive"):
         HeartbeatMonitor(timeout_s=0)
@@ -53,8 +83,13 @@ class _Endpoint(RpcEndpoint):
         self.timed_out: list[ResourceID] = []
         self.requests: list[ResourceID] = []
 
+        self.unreachable: list[ResourceID] = []
+
     def notify_heartbeat_timeout(self, resource_id: ResourceID) -> None:
         self.timed_out.append(resource_id)
+
+    def notify_target_unreachable(self, resource_id: ResourceID) -> None:
+        self.unreachable.append(resource_id)
 
 
 def _run(body) -> None:  # type: ignore[no-untyped-def]
@@ -108,6 +143,36 @@ def test_sender_requests_heartbeats_every_interval_until_unmonitored() -> None:
         assert ep.timed_out == []
         await ep.run_in_mailbox(hb.stop)
         assert clock.pending_timers() == 0
+        await ep.stop()
+
+    _run(body)
+
+
+def test_sender_loses_a_target_its_requests_find_unreachable_before_the_timeout() -> None:
+    async def body() -> None:
+        clock = ManualClock()
+        ep = _Endpoint(clock)
+        await ep.start()
+        hb: HeartbeatManager[ResourceID] = HeartbeatManager(
+            ep, ep, interval_s=1.0, timeout_s=50.0, rpc_failure_threshold=2)
+
+        async def refused() -> None:
+            ep.requests.append(TE1)
+            raise RecipientUnreachable("te-1: connection refused")
+
+        await ep.run_in_mailbox(hb.start)
+        await ep.run_in_mailbox(hb.monitor_target, TE1, refused)
+        clock.advance(1.0)
+        await wait_until(lambda: len(ep.requests) == 1, describe=lambda: ep.requests)
+        await ep.run_in_mailbox(lambda: None)
+        assert ep.unreachable == [] and hb.is_monitoring(TE1)
+        clock.advance(1.0)
+        await wait_until(lambda: ep.unreachable == [TE1], describe=lambda: ep.unreachable)
+        assert not hb.is_monitoring(TE1) and ep.timed_out == []
+        clock.advance(60.0)  # no more requests, no timeout for a target already lost
+        await ep.run_in_mailbox(lambda: None)
+        assert len(ep.requests) == 2 and ep.timed_out == []
+        await ep.run_in_mailbox(hb.stop)
         await ep.stop()
 
     _run(body)

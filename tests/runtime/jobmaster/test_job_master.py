@@ -358,6 +358,46 @@ def test_task_manager_heartbeat_timeout_fails_its_tasks() -> None:
     run(test)
 
 
+def test_a_task_manager_whose_heartbeat_rpcs_find_it_unreachable_is_lost_before_the_timeout() -> None:
+    """Flink's ``heartbeat.rpc-failure-threshold``: a killed TaskManager refuses connections, so
+    two heartbeat RPCs in a row fail with RecipientUnreachable and its tasks fail after 2
+    intervals, not after ``heartbeat.timeout``; a reply resets the count, a timed-out RPC (a
+    paused peer) neither counts nor resets (Flink's ``HeartbeatManagerSenderImpl``)."""
+    from flintlock.runtime.rpc.exceptions import RecipientUnreachable, RpcTimeout
+
+    async def test() -> None:
+        clock = ManualClock()
+        conf = {"heartbeat.interval": "1 s", "heartbeat.timeout": "50 s"}
+        async with Harness(make_job(1, None), conf, clock) as h:
+            await h.rm.wait_for_call("declare_required_resources", timeout_s=DEADLINE_S)
+            await h.connect_task_manager(1)
+            (a0,) = await h.submitted(1)
+            await h.report(a0, ExecutionState.RUNNING)
+            outcomes: list[Exception | None] = [
+                RecipientUnreachable("refused"), None, RecipientUnreachable("refused"),
+                RpcTimeout("slow"), RecipientUnreachable("refused")]
+
+            def heartbeat(*_: Any) -> None:
+                outcome = outcomes.pop(0)
+                if outcome is not None:
+                    raise outcome
+
+            h.te.handlers["heartbeat_from_job_manager"] = heartbeat
+            for i in range(4):  # never two unreachable in a row yet
+                clock.advance(1.0)
+                await h.te.wait_for_call("heartbeat_from_job_manager", i + 1, timeout_s=DEADLINE_S)
+                await poll(lambda n=i: len(outcomes) == 4 - n, "heartbeat answered")
+            await poll(lambda: h.jm.clock.pending_timers() > 0, "next heartbeat tick")  # type: ignore[attr-defined]
+            assert (await h.gw.request_job_status()) is JobStatus.RUNNING
+            clock.advance(1.0)  # the second unreachable in a row
+            result = await h.result()
+            assert result.failure is not None
+            assert "TaskManager with id tm-1 is unreachable" in result.failure.error.message
+            assert "heartbeat.rpc-failure-threshold" in result.failure.error.message
+
+    run(test)
+
+
 def test_unknown_attempts_and_unregistered_offers_are_ignored() -> None:
     async def test() -> None:
         async with Harness(make_job(1, None)) as h:

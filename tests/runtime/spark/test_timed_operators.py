@@ -202,3 +202,44 @@ def test_reduce_and_process_window_functions_see_a_fired_windows_rows_in_time_or
             ("a", 5, 900, 0, 1000)]
     else:
         assert fired == [("a", 0, 1000, "2,5,3")]
+
+
+def test_restored_state_outlives_the_checkpoint_it_came_from(spark: Any, tmp_path: Path) -> None:
+    """A restored attempt copies the checkpoint's state: the checkpoint may be discarded (a
+    newer one completed, ``num-retained``) while a subtask that received no rows since still
+    holds that version, and its next checkpoint must still carry the state."""
+    import shutil
+
+    spec = StatefulProcessSpec(("k",), SerializedFunction("_Alert", dumps_user_function(_Alert())),
+                               "k string, fired long, count long", "ts")
+    node = ChainedNode(OperatorID.generate(), "alert", spec)
+    ops = TimedOperators(spark, lambda f: f(), str(tmp_path / "attempt-0"))
+    _epoch(ops, node, spark, [("a", 1, 100), ("a", 1, 300), ("b", 1, 200)], 250)
+    first = ops.snapshot(str(tmp_path / "chk-1"), {0: "alert"})
+    assert first[0].rows == 2 and first[0].size_bytes > 0
+
+    restored = TimedOperators(spark, lambda f: f(), str(tmp_path / "attempt-1"))
+    restored.restore(first)
+    shutil.rmtree(tmp_path / "chk-1")  # discarded once chk-2 completed
+    second = restored.snapshot(str(tmp_path / "chk-2"), {0: "alert"})  # no epoch in between
+    assert second[0].rows == 2 and second[0].size_bytes > 0
+
+    again = TimedOperators(spark, lambda f: f(), str(tmp_path / "attempt-2"))
+    again.restore(second)
+    rows = [("a", 1, 1200), ("a", 1, 1000), ("b", 1, 1150)]
+    assert _epoch(again, node, spark, rows, 1500) == [("a", 1100, 3), ("b", 1200, 2)]
+
+
+def test_a_checkpoint_whose_state_files_are_missing_fails_the_restore(
+        spark: Any, tmp_path: Path) -> None:
+    spec = StatefulProcessSpec(("k",), SerializedFunction("_Alert", dumps_user_function(_Alert())),
+                               "k string, fired long, count long", "ts")
+    node = ChainedNode(OperatorID.generate(), "alert", spec)
+    ops = TimedOperators(spark, lambda f: f(), str(tmp_path / "attempt-0"))
+    _epoch(ops, node, spark, [("a", 1, 100)], 250)
+    (handle,) = ops.snapshot(str(tmp_path / "chk-1"), {0: "alert"})
+    import shutil
+
+    shutil.rmtree(tmp_path / "chk-1")
+    with pytest.raises(FileNotFoundError, match="of 1 rows is missing"):
+        TimedOperators(spark, lambda f: f(), str(tmp_path / "attempt-1")).restore((handle,))
