@@ -185,15 +185,18 @@ class FaultRun:
             seen["tms"] = self._recovered(completed_before)
             return seen["tms"]
 
-        _wait(recovered, 240, f"{self.job} recovered before {fault.kind.value}",
-              lambda: (self._job()["state"], self._checkpoint_counts()))
-        if seen["tms"] is not True:
+        while True:
+            _wait(recovered, 240, f"{self.job} recovered before {fault.kind.value}",
+                  lambda: (self._job()["state"], self._checkpoint_counts()))
+            if seen["tms"] is True:  # the job ended first
+                self.result.skipped.append(fault.kind.value)
+                return completed_before
             time.sleep(fault.delay_s)  # the seeded moment of the fault, not a wait for a condition
-        candidates = self._task_managers_running_the_job()
-        counts = self._checkpoint_counts()
-        if not candidates:  # the job ended (or failed) first
-            self.result.skipped.append(fault.kind.value)
-            return completed_before
+            candidates = self._task_managers_running_the_job()
+            counts = self._checkpoint_counts()
+            if candidates:
+                break
+            # a task failure at a record restarted the job meanwhile: wait for it again
         target = candidates[fault.target % len(candidates)]
         at = time.monotonic() - self._started
         if fault.kind is FaultKind.KILL_TASK_MANAGER:

@@ -268,16 +268,20 @@ def savepoint(jobmanager: str | None, dynamic: tuple[str, ...], job_id: str,
 @cli.command("stop")
 @click.option("-p", "--savepoint-path", "--savepointPath", "savepoint_path", metavar="DIR",
               default=None, help="Directory of the savepoint (default: state.savepoints.dir).")
+@click.option("-d", "--drain", is_flag=True, default=False,
+              help="Emit MAX_WATERMARK before the job finishes: every event-time window and "
+                   "timer fires (use it to end a pipeline for good, not to resume it).")
 @_cluster_option
 @_dynamic
 @click.argument("job_id", metavar="JOBID")
-def stop(savepoint_path: str | None, jobmanager: str | None, dynamic: tuple[str, ...],
-         job_id: str) -> None:
-    """Stop the job JOBID with a savepoint: take one, then cancel the job (it ends CANCELED)."""
+def stop(savepoint_path: str | None, drain: bool, jobmanager: str | None,
+         dynamic: tuple[str, ...], job_id: str) -> None:
+    """Stop the job JOBID with a savepoint: its sources stop after the savepoint and the job
+    FINISHES (Flink's stop-with-savepoint; resume it with run -s)."""
     _check_job_id(job_id)
-    click.echo(f"Suspending job {job_id}.")
+    click.echo(f"{'Draining' if drain else 'Suspending'} job {job_id}.")
     path = _take_savepoint(jobmanager, dynamic, job_id,
-                           lambda c: c.stop_with_savepoint(job_id, savepoint_path), False)
+                           lambda c: c.stop_with_savepoint(job_id, savepoint_path, drain), False)
     click.echo(f"Savepoint completed. Path: {path}")
 
 

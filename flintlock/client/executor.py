@@ -201,9 +201,13 @@ class MiniClusterJobClient(PollingJobClient):
         return wait_for_savepoint(
             lambda: self._loop.run(dispatcher.savepoint_status(self._job_id, trigger)), timeout_s)
 
-    def stop_with_savepoint(self, target_directory: str | None = None,
+    def stop_with_savepoint(self, target_directory: str | None = None, drain: bool = False,
                             timeout_s: float = 600.0) -> str:
-        return self.trigger_savepoint(target_directory, True, timeout_s)
+        dispatcher = self._cluster.dispatcher_gateway
+        trigger = self._loop.run(dispatcher.stop_with_savepoint(self._job_id, target_directory,
+                                                                drain))
+        return wait_for_savepoint(
+            lambda: self._loop.run(dispatcher.savepoint_status(self._job_id, trigger)), timeout_s)
 
     def _result(self) -> JobResult | None:
         return self._loop.run(self._cluster.dispatcher_gateway.request_job_result(self._job_id))

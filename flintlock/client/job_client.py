@@ -132,9 +132,15 @@ class JobClient(Protocol):
         """
         ...
 
-    def stop_with_savepoint(self, target_directory: str | None = None,
+    def stop_with_savepoint(self, target_directory: str | None = None, drain: bool = False,
                             timeout_s: float = 600.0) -> str:
-        """Take a savepoint and cancel the job (``flintlock stop``); returns its path."""
+        """Stop the job with a savepoint (Flink ``JobClient.stopWithSavepoint``, ``flintlock
+        stop``): the job FINISHES after it, with ``drain`` after MAX_WATERMARK; returns its
+        path once it completed.
+
+        Raises:
+            SavepointException: it failed (the job goes on). TimeoutError: not done in time.
+        """
         ...
 
     def get_job_execution_result(self, timeout_s: float | None = None) -> JobExecutionResult:

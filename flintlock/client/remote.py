@@ -246,10 +246,11 @@ class RemoteJobClient(PollingJobClient):
         trigger_id = self._client.trigger_savepoint(self._job_id, target_directory, cancel_job)
         return self._wait_for_savepoint(trigger_id, timeout_s)
 
-    def stop_with_savepoint(self, target_directory: str | None = None,
+    def stop_with_savepoint(self, target_directory: str | None = None, drain: bool = False,
                             timeout_s: float = 600.0) -> str:
-        """``POST /jobs/:jobid/stop`` (savepoint, then cancel), then poll; returns the path."""
-        trigger_id = self._client.stop_with_savepoint(self._job_id, target_directory)
+        """``POST /jobs/:jobid/stop`` (savepoint, then the job finishes), then poll; returns the
+        path."""
+        trigger_id = self._client.stop_with_savepoint(self._job_id, target_directory, drain)
         return self._wait_for_savepoint(trigger_id, timeout_s)
 
     def _wait_for_savepoint(self, trigger_id: str, timeout_s: float) -> str:

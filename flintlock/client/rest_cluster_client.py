@@ -195,15 +195,16 @@ class RestClusterClient:
         """
         return dict(self._request("GET", f"/jobs/{job_id}/savepoints/{trigger_id}"))
 
-    def stop_with_savepoint(self, job_id: JobID | str, target_directory: str | None = None) -> str:
-        """``POST /jobs/:jobid/stop`` (a savepoint, then the job is cancelled); returns the
-        trigger id, whose status ``savepoint_status`` reads.
+    def stop_with_savepoint(self, job_id: JobID | str, target_directory: str | None = None,
+                            drain: bool = False) -> str:
+        """``POST /jobs/:jobid/stop`` (a savepoint, then the job finishes; after MAX_WATERMARK
+        with ``drain``); returns the trigger id, whose status ``savepoint_status`` reads.
 
         Raises:
             RestClientException: 404 unknown job, 401 without the secret, 400 bad request.
         """
         return self._trigger(f"/jobs/{job_id}/stop",
-                             {"targetDirectory": target_directory, "drain": False})
+                             {"targetDirectory": target_directory, "drain": drain})
 
     def job_result(self, job_id: JobID | str) -> JobResult | None:
         """The JobResult once the job is globally terminal, else ``None``."""

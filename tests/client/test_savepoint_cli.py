@@ -89,7 +89,8 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeClu
         monkeypatch.delenv(name, raising=False)
     with anyio.from_thread.start_blocking_portal() as portal:
         endpoint = TestingEndpoint("dispatcher", DispatcherGateway,
-                                   trigger_savepoint=lambda job_id, directory, cancel: TRIGGER)
+                                   trigger_savepoint=lambda job_id, directory, cancel: TRIGGER,
+                                   stop_with_savepoint=lambda job_id, directory, drain: TRIGGER)
 
         async def start() -> Any:
             rpc = InProcRpcService()
@@ -203,7 +204,17 @@ def test_stop_suspends_the_job_with_a_savepoint(cluster: FakeCluster, option: st
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [f"Suspending job {JOB}.",
                                           f"Savepoint completed. Path: {LOCATION}"]
-    assert cluster.calls("trigger_savepoint") == [(JOB, "/tmp/sp", True)]  # cancel after it
+    assert cluster.calls("stop_with_savepoint") == [(JOB, "/tmp/sp", False)]
+    assert cluster.calls("trigger_savepoint") == []
+
+
+@pytest.mark.parametrize("option", ["-d", "--drain"])
+def test_stop_with_drain_drains_the_job(cluster: FakeCluster, option: str) -> None:
+    cluster.on("savepoint_status", lambda job_id, trigger_id: _operation("COMPLETED", LOCATION))
+    result = cluster.invoke("stop", option, str(JOB))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == f"Draining job {JOB}."
+    assert cluster.calls("stop_with_savepoint") == [(JOB, None, True)]
 
 
 def test_stop_without_a_directory_and_a_failure(cluster: FakeCluster) -> None:
@@ -211,7 +222,7 @@ def test_stop_without_a_directory_and_a_failure(cluster: FakeCluster) -> None:
                lambda job_id, trigger_id: _operation("FAILED", failure="savepoint 3 failed: x"))
     result = cluster.invoke("stop", str(JOB))
     assert result.exit_code == 1
-    assert cluster.calls("trigger_savepoint") == [(JOB, None, True)]
+    assert cluster.calls("stop_with_savepoint") == [(JOB, None, False)]
     assert "failed: savepoint 3 failed: x" in result.stderr
 
 
@@ -222,11 +233,11 @@ def test_rest_client_trigger_status_and_stop(cluster: FakeCluster) -> None:
     cluster.on("savepoint_status", lambda job_id, trigger_id: _operation("IN_PROGRESS"))
     with cluster.client() as client:
         assert client.trigger_savepoint(JOB, "/tmp/sp", cancel_job=True) == TRIGGER
-        assert client.stop_with_savepoint(str(JOB), "/tmp/other") == TRIGGER
+        assert client.stop_with_savepoint(str(JOB), "/tmp/other", drain=True) == TRIGGER
         assert client.savepoint_status(JOB, TRIGGER) == {"status": {"id": "IN_PROGRESS"},
                                                           "operation": None}
-    assert cluster.calls("trigger_savepoint") == [(JOB, "/tmp/sp", True),
-                                                  (JOB, "/tmp/other", True)]
+    assert cluster.calls("trigger_savepoint") == [(JOB, "/tmp/sp", True)]
+    assert cluster.calls("stop_with_savepoint") == [(JOB, "/tmp/other", True)]
 
 
 def test_rest_client_unknown_trigger_id_is_a_404(cluster: FakeCluster) -> None:
@@ -245,7 +256,8 @@ def test_remote_job_client_savepoint_and_stop(cluster: FakeCluster) -> None:
     job_client = RemoteJobClient(cluster.client(), JOB, "job", show_progress=False)
     assert job_client.trigger_savepoint("/tmp/sp") == LOCATION
     assert job_client.stop_with_savepoint() == LOCATION
-    assert cluster.calls("trigger_savepoint") == [(JOB, "/tmp/sp", False), (JOB, None, True)]
+    assert cluster.calls("trigger_savepoint") == [(JOB, "/tmp/sp", False)]
+    assert cluster.calls("stop_with_savepoint") == [(JOB, None, False)]
 
 
 def test_remote_job_client_raises_the_failure(cluster: FakeCluster) -> None:

@@ -1,12 +1,14 @@
 """Savepoints of STREAMING jobs on the local cluster: stop with a savepoint, change the program,
-resume from the savepoint.
+resume from the savepoint; stop with and without drain.
 
 A keyed running count (``ValueState``) over one in-order source writes ``(key, n)`` for every
 row. The first run is stopped with a savepoint part-way; the second run (with a stateless
 operator added) resumes from it. Together the two runs' committed files hold every
 ``(key, 1..n)`` exactly once: the source resumed at its offset, the counts at their state, and
 nothing after the savepoint was published by the stopped run. Operators without ``uid()`` cannot
-be matched: the restore fails naming the cause, unless non-restored state is allowed.
+be matched: the restore fails naming the cause, unless non-restored state is allowed. A stopped
+job FINISHES: without drain its open event-time windows stay in the savepoint and fire in the
+resumed job (every row counted once over both runs); with drain they fire before it finishes.
 """
 
 from __future__ import annotations
@@ -64,19 +66,23 @@ def _status(client: Any) -> JobStatus:
     return status.result() if hasattr(status, "result") else status
 
 
-def _stop_part_way(env: StreamExecutionEnvironment, savepoints: Path) -> str:
+def _rows_into(client: Any, vertex: str) -> int:
+    graph = client.get_job_details()
+    return sum(s.live.records_in for v in graph.vertices if vertex in v.name
+               for s in v.subtasks if s.live is not None)
+
+
+def _stop_part_way(env: StreamExecutionEnvironment, savepoints: Path, vertex: str = "Process",
+                   drain: bool = False) -> tuple[str, Any]:
+    """Run the job until ``vertex`` received 600 rows, then stop it with a savepoint; the
+    savepoint's path and the job's client once it FINISHED."""
     client = env.execute_async("first run")
-
-    def counted_some_rows() -> bool:
-        graph = client.get_job_details()
-        live = [s.live for v in graph.vertices if "KeyedProcess" in v.name or "Process" in v.name
-                for s in v.subtasks if s.live is not None]
-        return sum(m.records_in for m in live) >= 600
-
-    wait_until_sync(counted_some_rows, 120)
-    path = client.stop_with_savepoint(str(savepoints))
-    wait_until_sync(lambda: _status(client) is JobStatus.CANCELED, 60)
-    return path
+    wait_until_sync(lambda: _rows_into(client, vertex) >= 600, 120,
+                    describe=lambda: _rows_into(client, vertex))
+    path = client.stop_with_savepoint(str(savepoints), drain=drain)
+    wait_until_sync(lambda: _status(client) is JobStatus.FINISHED, 60,
+                    describe=lambda: _status(client))
+    return path, client
 
 
 def _counts(*outs: Path) -> list[tuple[str, int]]:
@@ -91,7 +97,7 @@ def test_stop_with_savepoint_then_a_changed_program_resumes_exactly(tmp_path: Pa
     first, second = tmp_path / "first", tmp_path / "second"
     env = _env()
     _program(env, first)
-    path = _stop_part_way(env, tmp_path / "savepoints")
+    path, _ = _stop_part_way(env, tmp_path / "savepoints")
     assert Path(path, "_metadata").is_file() and Path(path).parent == tmp_path / "savepoints"
     stopped = _counts(first)
     assert 0 < len(stopped) < N, len(stopped)  # stopped part-way, its output published
@@ -104,7 +110,7 @@ def test_stop_with_savepoint_then_a_changed_program_resumes_exactly(tmp_path: Pa
 def test_operators_without_uid_cannot_be_matched_unless_allowed(tmp_path: Path) -> None:
     env = _env()
     _program(env, tmp_path / "first", uids=False)
-    path = _stop_part_way(env, tmp_path / "savepoints")
+    path, _ = _stop_part_way(env, tmp_path / "savepoints")
     again = _env(**{"execution.savepoint.path": path})
     _program(again, tmp_path / "refused", uids=False, rate=3000)
     with pytest.raises(JobExecutionException) as info:
@@ -125,3 +131,54 @@ def test_a_savepoint_path_that_does_not_exist_fails_the_job_clearly(tmp_path: Pa
         env.execute("no savepoint")
     text = str(info.value) + str(info.value.__cause__)
     assert "does not exist" in text and "nowhere" in text, text
+
+
+def _hourly_counts(env: StreamExecutionEnvironment, out: Path, rate: int = 100) -> None:
+    """Counts per key in one 1-hour event-time window (rows at 1 ms apart): it fires only at
+    the end of input (or a drain)."""
+    from pyspark.sql import functions as F
+
+    from flintlock.api.watermarks import WatermarkStrategy
+    from flintlock.api.windows import TumblingEventTimeWindows
+
+    source = DataGeneratorSource(lambda i: (i, f"k{i % 3}", i), N,
+                                 RateLimiterStrategy.per_second(rate), "id long, k string, ts long")
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_column("ts")
+    (env.from_source(source).uid("rows")
+     .assign_timestamps_and_watermarks(strategy).uid("timestamps")
+     .key_by("k").window(TumblingEventTimeWindows.of(3_600_000))
+     .agg(F.count(F.lit(1)).alias("n")).uid("window")
+     .sink_to(FileSink.parquet(str(out))))
+
+
+def _window_rows(*outs: Path) -> list[tuple[str, int]]:
+    rows = [r for out in outs if out.exists() for r in pq.read_table(out).to_pylist()]
+    return sorted((r["k"], r["n"]) for r in rows)
+
+
+@pytest.mark.timeout(300)
+def test_stop_without_drain_keeps_open_windows_in_the_savepoint(tmp_path: Path) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    env = _env()
+    _hourly_counts(env, first)
+    path, _ = _stop_part_way(env, tmp_path / "savepoints", "Window")
+    assert _window_rows(first) == []  # FINISHED without firing the open window
+    resumed = _env(**{"execution.savepoint.path": path})
+    _hourly_counts(resumed, second, rate=3000)
+    resumed.execute("resumed")
+    # the window fired once, in the resumed job, with the rows of both runs
+    assert _window_rows(first, second) == [(f"k{k}", N // 3) for k in range(3)]
+
+
+def test_stop_with_drain_fires_the_windows_before_the_job_finishes(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = _env()
+    _hourly_counts(env, out)
+    path, client = _stop_part_way(env, tmp_path / "savepoints", "Window", drain=True)
+    assert Path(path, "_metadata").is_file()
+    rows = _window_rows(out)
+    assert [k for k, _ in rows] == ["k0", "k1", "k2"], rows
+    # what was read before the stop, once: at least what the window had seen
+    assert 600 <= sum(n for _, n in rows) < N, rows
+    (window,) = [v for v in client.get_job_details().vertices if "Window" in v.name]
+    assert sum(n for _, n in rows) == window.metrics().records_in  # every row it received

@@ -123,13 +123,18 @@ class CheckpointCommand:
 
 @dataclass(frozen=True)
 class TriggerCheckpoint(CheckpointCommand):
-    """RPC ``trigger_checkpoint`` to a source subtask: snapshot and emit barrier n."""
+    """RPC ``trigger_checkpoint`` to a source subtask: snapshot and emit barrier n.
+
+    ``stop``: ``""``, or a stop-with-savepoint's Flink ``SavepointType``: ``"suspend"`` (the
+    source stops after the barrier) or ``"terminate"`` (it also drains: MAX_WATERMARK, end of
+    input) once the savepoint completed; it resumes when the savepoint is aborted."""
 
     task_executor_address: str
     attempt_id: ExecutionAttemptID
     checkpoint_id: int
     timestamp_ms: int
     location: str
+    stop: str = ""
 
 
 @dataclass(frozen=True)
@@ -256,9 +261,10 @@ class CheckpointCoordinator:
     # ---- trigger ---------------------------------------------------------------------------------------
 
     def trigger(self, now_s: float, now_ms: int, tasks: Iterable[TaskToCheckpoint],
-                savepoint_location: str | None = None,
+                savepoint_location: str | None = None, stop: str = "",
                 ) -> tuple[int | None, str, list[CheckpointCommand]]:
-        """Try to start a checkpoint (a savepoint when ``savepoint_location`` is given).
+        """Try to start a checkpoint (a savepoint when ``savepoint_location`` is given; with
+        ``stop``, a stop-with-savepoint, see ``TriggerCheckpoint``).
 
         Returns:
             (checkpoint id, "", commands) when started, else (None, why not, []).
@@ -302,7 +308,7 @@ class CheckpointCoordinator:
                 stats.acknowledged_per_vertex[v] = stats.acknowledged_per_vertex.get(v, 0) + 1
         self.history.appendleft(stats)
         commands: list[CheckpointCommand] = [
-            TriggerCheckpoint(t.task_executor_address, t.attempt_id, n, now_ms, location)
+            TriggerCheckpoint(t.task_executor_address, t.attempt_id, n, now_ms, location, stop)
             for t in sources]
         commands.append(ExpireCheckpoint(self.settings.timeout_s, n))
         return n, "", commands

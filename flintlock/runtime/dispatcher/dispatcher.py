@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -264,6 +264,22 @@ class Dispatcher(RpcEndpoint):
         Raises:
             FlinkJobNotFoundException: no such job.
         """
+        return await self._savepoint_operation(
+            job_id, lambda gateway: gateway.trigger_savepoint(target_directory, cancel_job))
+
+    async def stop_with_savepoint(self, job_id: JobID, target_directory: str | None,
+                                  drain: bool) -> str:
+        """Stop a running job with a savepoint (``JobMasterGateway.stop_with_savepoint``);
+        the trigger id at once, as ``trigger_savepoint``.
+
+        Raises:
+            FlinkJobNotFoundException: no such job.
+        """
+        return await self._savepoint_operation(
+            job_id, lambda gateway: gateway.stop_with_savepoint(target_directory, drain))
+
+    async def _savepoint_operation(self, job_id: JobID,
+                                   start: Callable[[Any], Awaitable[str]]) -> str:
         entry = self._lookup(job_id)
         op = self._savepoints.start(job_id)
         if isinstance(entry, tuple) or entry.gateway is None:
@@ -271,7 +287,7 @@ class Dispatcher(RpcEndpoint):
             return op.trigger_id
         gateway = entry.gateway
         try:
-            op.location = await gateway.trigger_savepoint(target_directory, cancel_job)
+            op.location = await start(gateway)
         except Exception as exc:
             op.status, op.failure = "FAILED", str(exc)
             return op.trigger_id

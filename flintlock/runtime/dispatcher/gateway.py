@@ -78,6 +78,13 @@ class DispatcherGateway(Protocol):
         ``FlinkJobNotFoundException``."""
         ...
 
+    async def stop_with_savepoint(self, job_id: JobID, target_directory: str | None,
+                                  drain: bool) -> str:
+        """Stop the job with a savepoint (``JobMasterGateway.stop_with_savepoint``: it
+        FINISHES, after MAX_WATERMARK with ``drain``); a trigger id at once, as
+        ``trigger_savepoint``. Unknown job -> ``FlinkJobNotFoundException``."""
+        ...
+
     async def savepoint_status(self, job_id: JobID, trigger_id: str) -> dict[str, Any]:
         """``{"status": {"id": "IN_PROGRESS" | "COMPLETED"}, "operation": {"location"} |
         {"failure-cause": {...}} | None}`` (Flink's ``AsynchronousOperationResult``); unknown

@@ -113,9 +113,12 @@ class CheckpointCoordinatorShell:
                 "(execution.savepoint.path / flintlock run -s)") from exc
         return map_to_job(checkpoint, self.jm.job_graph, allow_non_restored)
 
-    def trigger_savepoint(self, target_directory: str, cancel_job: bool = False) -> str:
+    def trigger_savepoint(self, target_directory: str, cancel_job: bool = False,
+                          stop: str = "") -> str:
         """Start a savepoint under ``target_directory``; returns its path at once (its progress:
-        ``savepoint_results[path]``). With ``cancel_job`` the job is cancelled once it completed.
+        ``savepoint_results[path]``). With ``cancel_job`` the job is cancelled once it completed;
+        with ``stop`` (``"suspend"`` / ``"terminate"``) the sources stop after its barrier and
+        end once it completed, so the job FINISHES (Flink's stop-with-savepoint).
 
         Raises:
             CheckpointException: the job is not RUNNING, or a subtask is not running.
@@ -129,10 +132,11 @@ class CheckpointCoordinatorShell:
                     f"{uuid.uuid4().hex[:12]}")
         n, why, commands = self.coordinator.trigger(
             self.jm.clock.monotonic(), self.jm.clock.now_ms(), self._tasks(),
-            savepoint_location=location)
+            savepoint_location=location, stop=stop)
         if n is None:
             raise CheckpointException(f"cannot take a savepoint of job {self.jm.job_id}: {why}")
-        log.info("Triggering savepoint %d for job %s into %s.", n, self.jm.job_id, location)
+        log.info("Triggering %ssavepoint %d for job %s into %s.",
+                 f"stop-with-savepoint ({stop}) " if stop else "", n, self.jm.job_id, location)
         self._savepoints[n] = (location, cancel_job)
         self.savepoint_results[location] = ("IN_PROGRESS", "")
         self.apply(commands)
@@ -269,7 +273,8 @@ class CheckpointCoordinatorShell:
 
         self.jm._send(self.jm._call_te(command.task_executor_address, "trigger_checkpoint",
                                        command.attempt_id, command.checkpoint_id,
-                                       command.timestamp_ms, command.location), done)
+                                       command.timestamp_ms, command.location, command.stop),
+                     done)
 
     def _expire(self, checkpoint_id: int) -> None:
         self.apply(self.coordinator.expire(checkpoint_id, self.jm.clock.monotonic(),

@@ -91,6 +91,19 @@ class JobMasterGateway(Protocol):
         """
         ...
 
+    async def stop_with_savepoint(self, target_directory: str | None, drain: bool) -> str:
+        """Stop the job with a savepoint (Flink ``stopWithSavepoint``): the sources emit the
+        savepoint's barrier, then nothing more; once it completed they end and the job
+        FINISHES, with ``drain`` after MAX_WATERMARK (every window and event-time timer fires
+        and is published), without it with no further output (the savepoint holds the open
+        windows; output after its barrier is not published). If the savepoint fails the job
+        goes on. Returns the savepoint's path at once; progress: ``savepoint_status``.
+
+        Raises:
+            CheckpointException: as ``trigger_savepoint``.
+        """
+        ...
+
     async def savepoint_status(self, location: str) -> tuple[str, str]:
         """``("IN_PROGRESS" | "COMPLETED" | "FAILED", failure message)`` of a savepoint."""
         ...

@@ -25,7 +25,7 @@ from flintlock.config import options
 from flintlock.config.configuration import Configuration
 from flintlock.runtime.checkpoint import storage as checkpoint_storage
 from flintlock.runtime.checkpoint.coordinator import CheckpointSettings
-from flintlock.runtime.checkpoint.snapshots import CompletedCheckpoint, TaskStateSnapshot
+from flintlock.runtime.checkpoint.snapshots import CompletedCheckpoint
 from flintlock.runtime.checkpoint.stats import snapshot_stats
 from flintlock.runtime.clock import Clock
 from flintlock.runtime.executiongraph.archived import (
@@ -40,12 +40,12 @@ from flintlock.runtime.heartbeat.heartbeat_manager import (
     heartbeat_settings,
     rpc_failure_threshold,
 )
-from flintlock.runtime.ids import AllocationID, ExecutionAttemptID, JobID, JobVertexID, ResourceID
+from flintlock.runtime.ids import AllocationID, JobVertexID, ResourceID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
+from flintlock.runtime.jobmaster.checkpoint_rpcs import JobMasterCheckpointRpcs
 from flintlock.runtime.jobmaster.checkpointing import (
     CheckpointCoordinatorShell,
-    CheckpointException,
 )
 from flintlock.runtime.metrics.live_task_metrics import LiveTaskMetrics
 from flintlock.runtime.resourcemanager.gateway import (
@@ -97,7 +97,7 @@ class _TaskManagerConnection:
     last_heartbeat: float
 
 
-class JobMaster(RpcEndpoint):
+class JobMaster(JobMasterCheckpointRpcs, RpcEndpoint):
     """Runs one job; implements ``JobMasterGateway``.
 
     Args:
@@ -513,32 +513,6 @@ class JobMaster(RpcEndpoint):
             self.checkpointing.task_finished(state.attempt_id, state.result)
         self._handle(TaskExecutionStateChanged(state))
         return ACK
-
-    async def acknowledge_checkpoint(self, job_id: JobID, attempt_id: ExecutionAttemptID,
-                                     checkpoint_id: int, snapshot: TaskStateSnapshot) -> None:
-        if job_id == self.job_id and self.checkpointing is not None and \
-                isinstance(snapshot, TaskStateSnapshot):
-            self.checkpointing.acknowledge(attempt_id, checkpoint_id, snapshot)
-
-    async def trigger_savepoint(self, target_directory: str | None, cancel_job: bool) -> str:
-        if self.checkpointing is None:
-            raise CheckpointException(f"job {self.job_id} is not a STREAMING job: savepoints "
-                                      "are taken of streaming jobs only")
-        directory = target_directory or self.configuration.get(options.SAVEPOINTS_DIR)
-        if not directory:
-            raise CheckpointException("No savepoint directory: give one (flintlock savepoint "
-                                      "JOBID DIR) or set state.savepoints.dir")
-        return self.checkpointing.trigger_savepoint(directory, cancel_job)
-
-    async def savepoint_status(self, location: str) -> tuple[str, str]:
-        if self.checkpointing is None or location not in self.checkpointing.savepoint_results:
-            return "FAILED", f"job {self.job_id} has no savepoint {location!r}"
-        return self.checkpointing.savepoint_results[location]
-
-    async def decline_checkpoint(self, job_id: JobID, attempt_id: ExecutionAttemptID,
-                                 checkpoint_id: int, reason: str) -> None:
-        if job_id == self.job_id and self.checkpointing is not None:
-            self.checkpointing.decline(attempt_id, checkpoint_id, str(reason))
 
     async def register_task_manager(self, resource_id: ResourceID, task_executor_address: str) -> RegistrationResponse:
         if self.job_result is not None:

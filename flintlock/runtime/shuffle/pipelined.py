@@ -145,6 +145,8 @@ class SegmentCommit:
             subpartition) or ``"arrow"`` (one Arrow IPC file per subpartition).
         barrier: checkpoint barrier n (a record without data), or None.
         location: the directory of checkpoint ``barrier`` (where snapshots are copied).
+        stopped: an ``end`` because the job stops with a savepoint without draining (Flink's
+            ``SavepointType.suspend``): consumers end too, without firing windows or timers.
     """
 
     segment: int
@@ -157,6 +159,7 @@ class SegmentCommit:
     format: str = PARQUET
     barrier: int | None = None
     location: str = ""
+    stopped: bool = False
 
     def to_json(self) -> str:
         d = {"segment": self.segment, "rows": list(self.rows), "bytes": list(self.bytes),
@@ -164,6 +167,8 @@ class SegmentCommit:
              "idle": self.idle, "format": self.format}
         if self.barrier is not None:
             d.update(barrier=self.barrier, location=self.location)
+        if self.stopped:
+            d["stopped"] = True
         return json.dumps(d)
 
     @classmethod
@@ -174,7 +179,7 @@ class SegmentCommit:
                    bool(d.get("end")), None if d.get("watermark") is None else int(d["watermark"]),
                    bool(d.get("idle")), str(d.get("format") or PARQUET),
                    None if d.get("barrier") is None else int(d["barrier"]),
-                   str(d.get("location") or ""))
+                   str(d.get("location") or ""), bool(d.get("stopped")))
 
 
 def _write_atomically(fs: pafs.FileSystem, path: str, text: str) -> None:
@@ -232,7 +237,7 @@ class PipelinedPartitionWriter:
 
     def commit(self, rows: Sequence[int] = (), sizes: Sequence[int] = (), *, schema: str = "",
                end: bool = False, watermark: int | None = None,
-               idle: bool = False, format: str = PARQUET) -> SegmentCommit:
+               idle: bool = False, format: str = PARQUET, stopped: bool = False) -> SegmentCommit:
         """Make the next segment visible by writing its commit record.
 
         Args:
@@ -243,6 +248,7 @@ class PipelinedPartitionWriter:
             watermark: the output watermark after this segment (ms).
             idle: the producer is idle (see ``SegmentCommit``).
             format: how the segment's data is stored (``PARQUET`` or ``ARROW``).
+            stopped: with ``end``: the job stops with a savepoint, no drain (``SegmentCommit``).
 
         Raises:
             RuntimeError: the partition already ended.
@@ -258,7 +264,8 @@ class PipelinedPartitionWriter:
         if len(rows) != n_sub or len(sizes) != n_sub:
             raise ValueError(f"expected {n_sub} subpartition counts, got {len(rows)} and {len(sizes)}")
         return self._write(SegmentCommit(self.next_segment, tuple(rows), tuple(sizes), schema,
-                                         end, watermark, idle, format))
+                                         end, watermark, idle, format,
+                                         stopped=stopped and end))
 
     def commit_barrier(self, checkpoint_id: int, location: str) -> SegmentCommit:
         """Emit checkpoint barrier ``checkpoint_id`` (a record without data) after everything
@@ -302,6 +309,8 @@ class _Channel:
     uri: str
     next_segment: int = 0
     ended: bool = False
+    #: ended by a stop-with-savepoint without drain (``SegmentCommit.stopped``)
+    stopped: bool = False
     watermark: int | None = None
     idle: bool = False
     #: the newest checkpoint barrier delivered on this channel, and where its checkpoint goes
@@ -353,6 +362,11 @@ class PipelinedPartitionReader:
         """Every channel delivered its end-of-partition record."""
         return all(c.ended for c in self.channels)
 
+    @property
+    def stopped(self) -> bool:
+        """A channel ended because the job stops with a savepoint without draining."""
+        return any(c.stopped for c in self.channels)
+
     def poll(self, max_segments_per_channel: int, align: bool = False) -> list[ReadableSegment]:
         """The newly committed segments (up to the bound per channel), in order per channel.
 
@@ -381,7 +395,7 @@ class PipelinedPartitionReader:
                         size += commit.bytes[k]
                 out.append(ReadableSegment(i, commit, tuple(dirs), rows, size))
                 ch.next_segment += 1
-                ch.ended = commit.end
+                ch.ended, ch.stopped = commit.end, commit.stopped
                 if commit.watermark is not None:
                     ch.watermark = commit.watermark if ch.watermark is None else max(
                         ch.watermark, commit.watermark)

@@ -74,6 +74,7 @@ from flintlock.runtime.spark.connector_io import write_sink
 from flintlock.runtime.spark.epoch_sources import (
     ESTIMATED_ROW_BYTES,
     FILE_EXPANSION,
+    Epoch,
     EpochSource,
     epoch_source,
     estimated_bytes,
@@ -142,10 +143,10 @@ class SparkStreamingTask(SparkStreamTask):
 
     # ---- checkpoint RPCs (TaskExecutor thread) -------------------------------------------------
 
-    def trigger_checkpoint(self, checkpoint_id: int, location: str) -> None:
+    def trigger_checkpoint(self, checkpoint_id: int, location: str, stop: str = "") -> None:
         """A source subtask is to snapshot and emit barrier ``checkpoint_id`` (Flink
-        ``triggerCheckpointAsync``)."""
-        self.checkpoints.trigger(checkpoint_id, location)
+        ``triggerCheckpointAsync``; ``stop``: a stop-with-savepoint's, ``TaskCheckpoints``)."""
+        self.checkpoints.trigger(checkpoint_id, location, stop)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         self.checkpoints.notify_complete(checkpoint_id)
@@ -220,24 +221,29 @@ class SparkStreamingTask(SparkStreamTask):
             self._wait_for_credit([*writers, *self._collect_writers.values()])
             started = time.perf_counter()
             now_ms = int(time.time() * 1000)
+            stopped = False  # ended by a stop-with-savepoint without drain: no flush
             if source is not None:
-                epoch = source.next_epoch(time.monotonic(), last_busy_s)
+                stop = self._stop_with_savepoint(chain, source, timed, writers)
+                epoch = (Epoch((), True, 0.0) if stop
+                         else source.next_epoch(time.monotonic(), last_busy_s))
                 splits, ended, wait_s = epoch.splits, epoch.ended, epoch.wait_s
                 segments: list[list[ReadableSegment]] = []
-                has_input = bool(splits)
-                watermark = MAX_WATERMARK if ended else None
+                has_input, stopped = bool(splits), stop == "suspend"
+                watermark = MAX_WATERMARK if ended and not stopped else None
                 input_bytes = estimated_bytes(splits)
             else:
                 splits, wait_s = (), _POLL_S
                 segments = [r.poll(backlog, align) for r in readers]
                 ended = all(r.ended for r in readers)
+                stopped = ended and any(r.stopped for r in readers)
                 has_input = any(s.dirs for gate in segments for s in gate)
                 watermark = combined_watermark(readers)
                 input_bytes = sum(s.bytes * (1 if s.format == ARROW else FILE_EXPANSION)
                                   for gate in segments for s in gate)
-            timed.begin_epoch(watermark, now_ms, end_of_input=ended)
+            timed.begin_epoch(watermark, now_ms, end_of_input=ended and not stopped)
             self.stats.input_watermark = watermark
-            run = has_input or timed.due(watermark, now_ms) or (ended and timed.has_state())
+            run = not stopped and (has_input or timed.due(watermark, now_ms)
+                                   or (ended and timed.has_state()))
             if input_bytes is not None:  # windows and timers may fire from their whole state
                 input_bytes += timed.state_rows() * ESTIMATED_ROW_BYTES
             if run:
@@ -247,7 +253,9 @@ class SparkStreamingTask(SparkStreamTask):
                 sent = (timed.output_watermark(ended), False)
                 self.stats.output_watermark = sent[0]
             elif ended:
-                self._commit_end(writers, schemas)
+                self._commit_end(writers, schemas, stopped)
+                if stopped:  # output after the savepoint is not published: a resume redoes it
+                    committables.clear()
             else:
                 mark = (timed.output_watermark(False), timed.idle(now_ms))
                 if mark != sent and (mark[0] is not None or mark[1]):
@@ -337,11 +345,30 @@ class SparkStreamingTask(SparkStreamTask):
             self._cancelled.wait(_POLL_S)
         self.stats.back_pressured_ms += (time.perf_counter() - started) * 1e3
 
-    def _commit_end(self, writers: list[PipelinedPartitionWriter], schemas: list[str]) -> None:
-        """End-of-partition records without data for the partitions not ended yet."""
+    def _commit_end(self, writers: list[PipelinedPartitionWriter], schemas: list[str],
+                    stopped: bool = False) -> None:
+        """End-of-partition records without data for the partitions not ended yet (stopped
+        with a savepoint without drain: no MAX_WATERMARK, consumers do not flush)."""
         for w, schema in zip(writers, schemas, strict=True):
             if not w.ended:
-                w.commit(schema=schema, end=True, watermark=MAX_WATERMARK)
+                w.commit(schema=schema, end=True, watermark=None if stopped else MAX_WATERMARK,
+                         stopped=stopped)
+
+    def _stop_with_savepoint(self, chain: OperatorChain, source: EpochSource,
+                             timed: TimedOperators, writers: list[PipelinedPartitionWriter]) -> str:
+        """A source after a stop-with-savepoint's barrier (Flink's synchronous savepoint):
+        emit nothing until the savepoint completed (returns ``"suspend"`` / ``"terminate"``:
+        end now) or was aborted (returns ``""``: go on); later checkpoints are still taken."""
+        cp = self.checkpoints
+        while cp.stopping is not None and cp.stop_outcome is None:
+            self._check_cancelled()
+            self._pause(_POLL_S)
+            self._take_checkpoints(chain, source, timed, writers)
+        if cp.stopping is None:
+            return ""
+        log.info("%s: stopping with savepoint %d (%s)", self._tdd.task_name_with_subtask(),
+                 *cp.stopping)
+        return cp.stopping[1]
 
     def _epoch(self, spark: Any, chain: OperatorChain, splits: tuple[Any, ...],
                readers: list[PipelinedPartitionReader], segments: list[list[ReadableSegment]],

@@ -16,6 +16,11 @@ yet known to be committed goes into the snapshot (pre-commit). The JobMaster pub
 checkpoint n completes; ``notify_complete(n)`` then forgets them. Files after the last completed
 checkpoint are never published by a failed attempt (its directory is deleted with the job's
 temporary files); a finishing attempt's remaining files are published with the job.
+
+Stop-with-savepoint (Flink's synchronous savepoint): a source subtask triggered with ``stop``
+(``"suspend"`` or ``"terminate"``) emits nothing after that barrier (``stopping``) until the
+savepoint completed (``stop_outcome`` True: it ends, draining with ``terminate``) or was aborted
+(False: it goes on).
 """
 
 from __future__ import annotations
@@ -53,13 +58,17 @@ class TaskCheckpoints:
         self.exactly_once = exactly_once
         #: set once the subtask's input gate readers exist (``set_inputs``; none for a source)
         self.aligner: BarrierAligner | None = None
-        self._inbox: queue.SimpleQueue[tuple[str, int, str]] = queue.SimpleQueue()
+        self._inbox: queue.SimpleQueue[tuple[str, int, str, str]] = queue.SimpleQueue()
         #: the current sink transaction number, and the closed ones not known committed:
         #: (closed at checkpoint n, sink index, directory)
         self.transaction = 0
         self.closed: list[tuple[int, int, str]] = []
         #: sink index -> directory written in the current transaction
         self.open: dict[int, str] = {}
+        #: a source's stop-with-savepoint once triggered: (checkpoint id, "suspend" | "terminate")
+        self.stopping: tuple[int, str] | None = None
+        #: its outcome once known: True completed, False aborted
+        self.stop_outcome: bool | None = None
 
     def set_inputs(self, readers: Sequence[Any]) -> None:
         """The subtask's input gate readers, whose barriers it aligns."""
@@ -67,14 +76,14 @@ class TaskCheckpoints:
 
     # ---- from the TaskExecutor (any thread) --------------------------------------------------------
 
-    def trigger(self, checkpoint_id: int, location: str) -> None:
-        self._inbox.put(("trigger", checkpoint_id, location))
+    def trigger(self, checkpoint_id: int, location: str, stop: str = "") -> None:
+        self._inbox.put(("trigger", checkpoint_id, location, stop))
 
     def notify_complete(self, checkpoint_id: int) -> None:
-        self._inbox.put(("complete", checkpoint_id, ""))
+        self._inbox.put(("complete", checkpoint_id, "", ""))
 
     def notify_aborted(self, checkpoint_id: int) -> None:
-        self._inbox.put(("abort", checkpoint_id, ""))
+        self._inbox.put(("abort", checkpoint_id, "", ""))
 
     # ---- task thread -------------------------------------------------------------------------------------
 
@@ -91,15 +100,23 @@ class TaskCheckpoints:
         triggered: list[tuple[int, str]] = []
         while True:
             try:
-                kind, n, location = self._inbox.get_nowait()
+                kind, n, location, stop = self._inbox.get_nowait()
             except queue.Empty:
                 break
+            stopping = self.stopping[0] if self.stopping is not None else None
             if kind == "trigger":
                 triggered.append((n, location))
+                if stop and self.stopping is None:
+                    self.stopping, self.stop_outcome = (n, stop), None
             elif kind == "complete":
                 self.closed = [t for t in self.closed if t[0] > n]
-            elif self.aligner is not None:
-                self.aligner.abort(n)
+                if stopping is not None and n >= stopping:
+                    self.stop_outcome = True
+            else:
+                if n == stopping:
+                    self.stop_outcome, self.stopping = False, None
+                if self.aligner is not None:
+                    self.aligner.abort(n)
         if self.aligner is not None:
             ready = self.aligner.ready()
             if ready is not None:

@@ -62,9 +62,9 @@ class TaskExecutorCheckpoints:
         self.run_async(getattr(job.gateway, method)(job_id, *args), done)
 
     async def trigger_checkpoint(self, attempt_id: ExecutionAttemptID, checkpoint_id: int,
-                                 timestamp_ms: int, location: str) -> Acknowledge:
+                                 timestamp_ms: int, location: str, stop: str = "") -> Acknowledge:
         task = self._table.task(attempt_id)
-        if task is None or not task.trigger_checkpoint(checkpoint_id, location):
+        if task is None or not task.trigger_checkpoint(checkpoint_id, location, stop):
             raise TaskSubmissionException(
                 f"cannot trigger checkpoint {checkpoint_id} on {attempt_id}: the task is not "
                 "running here")

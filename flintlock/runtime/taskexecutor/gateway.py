@@ -128,9 +128,11 @@ class TaskExecutorGateway(Protocol):
     # ---- checkpoints (Flink triggerCheckpoint / confirmCheckpoint / abortCheckpoint) ----------
 
     async def trigger_checkpoint(self, attempt_id: ExecutionAttemptID, checkpoint_id: int,
-                                 timestamp_ms: int, location: str) -> Acknowledge:
+                                 timestamp_ms: int, location: str, stop: str = "") -> Acknowledge:
         """Have a running source subtask snapshot and emit barrier ``checkpoint_id``; its state
-        goes under ``location``.
+        goes under ``location``. ``stop`` (``"suspend"`` / ``"terminate"``): a
+        stop-with-savepoint's; the source then emits nothing more until the savepoint completed
+        (it ends; ``terminate`` drains) or was aborted (it resumes).
 
         Raises:
             TaskSubmissionException: the attempt is not running here.

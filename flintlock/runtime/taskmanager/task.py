@@ -142,15 +142,15 @@ class Task:
         """Cancel the task; thread-safe and idempotent."""
         self._cancel_or_fail(None)
 
-    def trigger_checkpoint(self, checkpoint_id: int, location: str) -> bool:
+    def trigger_checkpoint(self, checkpoint_id: int, location: str, stop: str = "") -> bool:
         """Ask a RUNNING invokable to snapshot and emit barrier ``checkpoint_id`` (Flink
-        ``Task.triggerCheckpointBarrier``); False when it is not running or takes no
-        checkpoints (the JobMaster then declines the checkpoint)."""
+        ``Task.triggerCheckpointBarrier``; ``stop``: see ``TriggerCheckpoint``); False when it
+        is not running or takes no checkpoints (the JobMaster then declines the checkpoint)."""
         invokable = self._invokable
         trigger = getattr(invokable, "trigger_checkpoint", None)
         if self._state is not _E.RUNNING or trigger is None:
             return False
-        trigger(checkpoint_id, location)
+        trigger(checkpoint_id, location, stop)
         return True
 
     def notify_checkpoint(self, checkpoint_id: int, complete: bool) -> None:

@@ -31,6 +31,7 @@ def _operation(status: str, location: str = "", failure: str = "") -> dict[str, 
 @pytest.fixture
 def rest(rest):
     rest.on("trigger_savepoint", lambda job_id, directory, cancel: TRIGGER)
+    rest.on("stop_with_savepoint", lambda job_id, directory, drain: TRIGGER)
     return rest
 
 
@@ -45,7 +46,7 @@ def test_trigger_and_stop_need_the_cluster_secret(rest, url, headers):
     assert r.status_code == 401
     assert "Authorization: Bearer" in r.json()["errors"][0]
     assert r.headers["www-authenticate"].startswith("Bearer")
-    assert rest.calls("trigger_savepoint") == []
+    assert rest.calls("trigger_savepoint") == [] and rest.calls("stop_with_savepoint") == []
 
 
 def test_the_secret_is_checked_before_the_body(rest):
@@ -141,26 +142,21 @@ def test_a_malformed_job_id_is_400(rest):
 
 
 @PREFIXES
-def test_stop_takes_a_savepoint_and_cancels(rest, prefix):
+@pytest.mark.parametrize("drain", [False, True])
+def test_stop_stops_the_job_with_a_savepoint(rest, prefix, drain):
     r = rest.client.post(f"{prefix}/jobs/{JOB}/stop", headers=AUTH,
-                         json={"targetDirectory": "/tmp/sp", "drain": False,
+                         json={"targetDirectory": "/tmp/sp", "drain": drain,
                                "formatType": "CANONICAL", "triggerId": None})
     assert r.status_code == 202
     assert r.json() == {"request-id": TRIGGER}
-    assert rest.calls("trigger_savepoint")[0].args == (JOB, "/tmp/sp", True)
+    assert rest.calls("stop_with_savepoint")[0].args == (JOB, "/tmp/sp", drain)
+    assert rest.calls("trigger_savepoint") == []
 
 
 def test_stop_without_body_uses_the_cluster_directory(rest):
     assert rest.client.post(STOP, headers=AUTH).status_code == 202
     assert rest.client.post(STOP, headers=AUTH, json={"drain": None}).status_code == 202
-    assert [c.args for c in rest.calls("trigger_savepoint")] == [(JOB, None, True)] * 2
-
-
-def test_stop_with_drain_is_400(rest):
-    r = rest.client.post(STOP, headers=AUTH, json={"targetDirectory": "/tmp/sp", "drain": True})
-    assert r.status_code == 400
-    assert r.json()["errors"][0].startswith("drain is not supported yet")
-    assert rest.calls("trigger_savepoint") == []
+    assert [c.args for c in rest.calls("stop_with_savepoint")] == [(JOB, None, False)] * 2
 
 
 @pytest.mark.parametrize(("body", "named"), [
@@ -172,7 +168,7 @@ def test_bad_stop_bodies_are_400_naming_the_field(rest, body, named):
     r = rest.client.post(STOP, headers=AUTH, json=body)
     assert r.status_code == 400
     assert repr(named) in r.json()["errors"][0]
-    assert rest.calls("trigger_savepoint") == []
+    assert rest.calls("stop_with_savepoint") == []
 
 
 # ---- status --------------------------------------------------------------------------------------

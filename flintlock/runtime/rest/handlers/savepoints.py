@@ -15,9 +15,10 @@ Shapes (Flink's wire names):
 
     {"targetDirectory": str | null, "drain": bool, "formatType": ..., "triggerId": null}
 
-  202 ``{"request-id"}``. flintlock stops a job by a savepoint followed by cancellation, so the job
-  ends CANCELED (Flink's ends FINISHED); ``drain: true`` (MAX_WATERMARK before the savepoint) is
-  not supported yet: 400.
+  202 ``{"request-id"}``. As Flink's stop-with-savepoint: the sources emit the savepoint's
+  barrier and nothing after it; once it completed they end and the job FINISHES, with ``drain:
+  true`` after MAX_WATERMARK (every window fires and is published), without it with no further
+  output (the savepoint holds the open windows). If the savepoint fails, the job goes on.
 - ``GET /jobs/:jobid/savepoints/:triggerid``: Flink ``AsynchronousOperationResult`` of a
   ``SavepointInfo``::
 
@@ -104,7 +105,8 @@ class StopWithSavepointRequestBody(_Body):
     target_directory: StrictStr | None = Field(
         None, alias="targetDirectory", min_length=1,
         description="Where to write the savepoint; default state.savepoints.dir.")
-    drain: StrictBool = Field(False, description="Must be false: draining is not supported yet.")
+    drain: StrictBool = Field(False, description="Emit MAX_WATERMARK before the job finishes: "
+                                                 "every window and event-time timer fires.")
 
     @field_validator("drain", mode="before")
     @classmethod
@@ -181,18 +183,16 @@ async def trigger_savepoint(jobid: str, request: Request, ctx: Ctx) -> dict[str,
 @router.post("/jobs/{jobid}/stop", status_code=202, tags=["jobs"],
              openapi_extra=_openapi_body(StopWithSavepointRequestBody),
              summary="Stops a job with a savepoint (needs the secret).",
-             description="A savepoint, then cancellation: the job ends CANCELED. Answers a "
-                         "trigger id at once; read the outcome at "
-                         "/jobs/:jobid/savepoints/:triggerid. drain=true is not supported yet.")
+             description="A savepoint after which the sources end: the job FINISHES (with "
+                         "drain=true after MAX_WATERMARK). Answers a trigger id at once; read "
+                         "the outcome at /jobs/:jobid/savepoints/:triggerid.")
 async def stop_with_savepoint(jobid: str, request: Request, ctx: Ctx) -> dict[str, Any]:
     authenticate(request, ctx.secret, "Stopping a job")
     job_id = parse_id(JobID, "jobid", jobid)
     body: StopWithSavepointRequestBody = await _parse_body(request, StopWithSavepointRequestBody)
-    if body.drain:
-        raise RestHandlerException(
-            400, "drain is not supported yet: stop without drain (the job is cancelled after the "
-                 "savepoint).")
-    return await _trigger(ctx, job_id, body.target_directory, True)
+    trigger_id = await ctx.dispatcher.stop_with_savepoint(job_id, body.target_directory,
+                                                          body.drain)
+    return {"request-id": trigger_id}
 
 
 def _parse_trigger_id(text: str) -> str:

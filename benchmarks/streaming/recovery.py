@@ -1,0 +1,185 @@
+"""Recovery to output after a killed process: flintlock against Spark Structured Streaming.
+
+    python -m benchmarks.streaming.recovery [--runs 3] [--rate 300] [--seconds 40]
+
+Both run the fault runs' ``windows`` pipeline (``benchmarks/streaming/fault_jobs.py``): rows
+``(id, k = "k<id % 3>", ts = 10 * id)`` from a generator function at ``--rate`` rows/s, 1 s
+tumbling event-time windows per key with ``count`` and ``sum(id)``, Parquet files.
+
+- flintlock: a session cluster of processes (``fault_runs.CLUSTER``), checkpoints every second
+  (EXACTLY_ONCE). Once the job is running with a completed checkpoint, the TaskManager running
+  its subtasks is SIGKILLed (its process group, Spark JVM included) and a replacement started.
+  Recovery to output: from the kill to the first file published after the job restored its
+  checkpoint. The job then runs to its end and its output is checked (exactly once).
+- Structured Streaming: the same generator function through a Python streaming data source
+  (rows due at ``--rate`` per second since the first start, so a restart finds a backlog, not a
+  gap), ``withWatermark("ts", "0 seconds")``, ``groupBy(window(ts, "1 second"), k)`` in append
+  mode, the Parquet file sink with a ``checkpointLocation``, micro-batches as fast as possible,
+  ``local[2]`` in one process (driver and executors). Once it wrote files, the process is
+  SIGKILLed and started again at once, as a supervisor (Kubernetes, systemd) would; the query
+  resumes from its checkpoint. Recovery to output: from the kill to its first new file.
+
+Both lose everything on the killed process; Structured Streaming in local mode must also start a
+new JVM and SparkSession, which a flintlock TaskManager loss does not (the JobManager and the
+other TaskManager keep running). Writes ``benchmarks/results/recovery-<time>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+
+def structured_streaming_worker(out: str, rate: int, started: float, total: int) -> None:
+    """The Structured Streaming query (run in its own process until killed or done)."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+    from benchmarks.streaming.fault_jobs import window_event
+
+    class Range(InputPartition):
+        def __init__(self, start: int, end: int) -> None:
+            self.start, self.end = start, end
+
+    class Reader(DataSourceStreamReader):
+        def initialOffset(self) -> dict[str, int]:
+            return {"n": 0}
+
+        def latestOffset(self) -> dict[str, int]:
+            return {"n": min(total, int((time.time() - started) * rate))}
+
+        def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Range]:
+            a, b = start["n"], end["n"]
+            return [Range(a, (a + b) // 2), Range((a + b) // 2, b)]
+
+        def read(self, partition: Range) -> Any:
+            for i in range(partition.start, partition.end):
+                yield window_event(i)
+
+    class Generated(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "recovery_generator"
+
+        def schema(self) -> str:
+            return "id long, k string, ts long"
+
+        def streamReader(self, schema: Any) -> Reader:
+            return Reader()
+
+    spark = (SparkSession.builder.master("local[2]").appName("ss-recovery")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    spark.dataSource.register(Generated)
+    rows = spark.readStream.format("recovery_generator").load()
+    windows = (rows.withColumn("ts", F.timestamp_millis("ts"))
+               .withWatermark("ts", "0 seconds")
+               .groupBy(F.window("ts", "1 second"), "k")
+               .agg(F.count(F.lit(1)).alias("n"), F.sum("id").alias("s")))
+    query = (windows.writeStream.format("parquet").outputMode("append")
+             .option("checkpointLocation", out + "-checkpoint")
+             .trigger(processingTime="0 seconds").start(out))
+    query.awaitTermination()
+
+
+def _files(out: Path) -> set[str]:
+    return {p.name for p in out.glob("part-*")} if out.exists() else set()
+
+
+def _wait(predicate: Any, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} not within {timeout_s:.0f} s")
+        time.sleep(0.05)
+
+
+def structured_streaming_recovery(work: Path, rate: int, seconds: float) -> float:
+    """One kill and restart of the Structured Streaming process; seconds to its next file."""
+    out = work / "out"
+    started = time.time()
+    argv = [sys.executable, "-m", "benchmarks.streaming.recovery", "--ss-worker", str(out),
+            str(rate), repr(started), str(int(rate * seconds))]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+
+    def start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(argv, cwd=REPO, env=env, start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    proc = start()
+    try:
+        _wait(lambda: len(_files(out)) >= 3, 180, "Structured Streaming's first files")
+        time.sleep(2.0)  # a few micro-batches into the run, not at a batch boundary on purpose
+        before = _files(out)
+        os.killpg(proc.pid, signal.SIGKILL)
+        killed = time.monotonic()
+        proc.wait()
+        proc = start()
+        _wait(lambda: _files(out) - before, 180, "Structured Streaming's output after restart")
+        return round(time.monotonic() - killed, 2)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def flintlock_recovery(work: Path, rate: int, seconds: float, seed: int) -> dict[str, Any]:
+    """One TaskManager kill in the ``windows`` job on a fresh session cluster."""
+    from benchmarks.streaming.fault_runs import FaultRun, fault_cluster
+    from flintlock.testing.fault_plan import FaultKind, FaultPlan, TimedFault
+
+    plan = FaultPlan(seed, (), (TimedFault(FaultKind.KILL_TASK_MANAGER, 2.0, seed),))
+    with fault_cluster(work / "cluster") as cluster:
+        result = FaultRun(cluster, "windows", plan, work / "run", records=int(rate * seconds),
+                          rate=rate, data=str(REPO / "data")).run()
+    (kill,) = result.injected
+    return {"recovery_to_output_s": kill.recovery_to_output_s,
+            "exactly_once": result.exactly_once, "problems": result.problems}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--ss-worker"]:
+        out, rate, started, total = argv[1:5]
+        structured_streaming_worker(out, int(rate), float(started), int(total))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--rate", type=int, default=300)
+    parser.add_argument("--seconds", type=float, default=40.0)
+    args = parser.parse_args(argv)
+    runs: dict[str, list[Any]] = {"flintlock": [], "structured-streaming": []}
+    for i in range(args.runs):
+        with tempfile.TemporaryDirectory(prefix="recovery-") as tmp:
+            runs["flintlock"].append(flintlock_recovery(Path(tmp) / "f", args.rate,
+                                                        args.seconds, i + 1))
+            runs["structured-streaming"].append(
+                {"recovery_to_output_s": structured_streaming_recovery(Path(tmp) / "s", args.rate,
+                                                                       args.seconds)})
+        print(json.dumps({k: v[-1] for k, v in runs.items()}), flush=True)
+    medians = {k: statistics.median(r["recovery_to_output_s"] for r in v) for k, v in runs.items()}
+    print(f"recovery to output, median of {args.runs}: flintlock {medians['flintlock']:.1f} s, "
+          f"Structured Streaming {medians['structured-streaming']:.1f} s")
+    out = REPO / "benchmarks" / "results" / f"recovery-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}.json"
+    out.write_text(json.dumps({"rate": args.rate, "seconds": args.seconds, "runs": runs,
+                               "median_s": medians}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
