@@ -34,8 +34,14 @@ class JobMasterCheckpointRpcs:
                 isinstance(snapshot, TaskStateSnapshot):
             self.checkpointing.acknowledge(attempt_id, checkpoint_id, snapshot)
 
-    async def trigger_savepoint(self, target_directory: str | None, cancel_job: bool,
-                                stop: str = "") -> str:
+    async def trigger_savepoint(self, target_directory: str | None, cancel_job: bool) -> str:
+        return self._start_savepoint(target_directory, cancel_job, "")
+
+    async def stop_with_savepoint(self, target_directory: str | None, drain: bool) -> str:
+        return self._start_savepoint(target_directory, False,
+                                     "terminate" if drain else "suspend")
+
+    def _start_savepoint(self, target_directory: str | None, cancel_job: bool, stop: str) -> str:
         if self.checkpointing is None:
             raise CheckpointException(f"job {self.job_id} is not a STREAMING job: savepoints "
                                       "are taken of streaming jobs only")
@@ -44,10 +50,6 @@ class JobMasterCheckpointRpcs:
             raise CheckpointException("No savepoint directory: give one (flintlock savepoint "
                                       "JOBID DIR) or set state.savepoints.dir")
         return self.checkpointing.trigger_savepoint(directory, cancel_job, stop)
-
-    async def stop_with_savepoint(self, target_directory: str | None, drain: bool) -> str:
-        return await self.trigger_savepoint(target_directory, False,
-                                            "terminate" if drain else "suspend")
 
     async def savepoint_status(self, location: str) -> tuple[str, str]:
         if self.checkpointing is None or location not in self.checkpointing.savepoint_results:

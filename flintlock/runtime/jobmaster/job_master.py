@@ -44,9 +44,7 @@ from flintlock.runtime.ids import AllocationID, JobVertexID, ResourceID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
 from flintlock.runtime.jobmaster.checkpoint_rpcs import JobMasterCheckpointRpcs
-from flintlock.runtime.jobmaster.checkpointing import (
-    CheckpointCoordinatorShell,
-)
+from flintlock.runtime.jobmaster.checkpointing import CheckpointCoordinatorShell
 from flintlock.runtime.metrics.live_task_metrics import LiveTaskMetrics
 from flintlock.runtime.resourcemanager.gateway import (
     RegistrationResponse,

@@ -63,6 +63,10 @@ class TaskExecutorCheckpoints:
 
     async def trigger_checkpoint(self, attempt_id: ExecutionAttemptID, checkpoint_id: int,
                                  timestamp_ms: int, location: str, stop: str = "") -> Acknowledge:
+        if stop not in ("", "suspend", "terminate"):
+            raise TaskSubmissionException(
+                f"cannot trigger checkpoint {checkpoint_id}: unknown stop mode {stop!r} "
+                "(expected '', 'suspend' or 'terminate')")
         task = self._table.task(attempt_id)
         if task is None or not task.trigger_checkpoint(checkpoint_id, location, stop):
             raise TaskSubmissionException(

@@ -230,6 +230,17 @@ def test_submit_task_needs_an_active_slot_and_a_job_master() -> None:
     _run(body)
 
 
+def test_a_checkpoint_trigger_names_what_it_cannot_do() -> None:
+    async def body(env: Env) -> None:
+        attempt = make_tdd(NoOpInvokable).attempt_id
+        with pytest.raises(TaskSubmissionException, match="unknown stop mode 'halt'"):
+            await env.gw.trigger_checkpoint(attempt, 3, 0, "/chk/chk-3", "halt")
+        with pytest.raises(TaskSubmissionException, match="the task is not running here"):
+            await env.gw.trigger_checkpoint(attempt, 3, 0, "/chk/chk-3", "suspend")
+
+    _run(body)
+
+
 def test_cancel_task_of_a_blocking_task_reports_canceled() -> None:
     async def body(env: Env) -> None:
         job = JobID.generate()
