@@ -211,6 +211,8 @@ class CheckpointStats:
     #: acknowledged subtasks per job vertex id (text)
     acknowledged_per_vertex: dict[str, int] = field(default_factory=dict)
     subtasks_per_vertex: dict[str, int] = field(default_factory=dict)
+    #: subtask key (``<vertex>/<index>``) -> (acknowledgement time in epoch ms, state bytes)
+    subtask_acks: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 class CheckpointCoordinator:
@@ -306,6 +308,7 @@ class CheckpointCoordinator:
             stats.subtasks_per_vertex[v] = stats.subtasks_per_vertex.get(v, 0) + 1
             if t.state is ExecutionState.FINISHED:
                 stats.acknowledged_per_vertex[v] = stats.acknowledged_per_vertex.get(v, 0) + 1
+                stats.subtask_acks[t.key] = (now_ms, pending.acked[t.key].state_size)
         self.history.appendleft(stats)
         commands: list[CheckpointCommand] = [
             TriggerCheckpoint(t.task_executor_address, t.attempt_id, n, now_ms, location, stop)
@@ -333,6 +336,7 @@ class CheckpointCoordinator:
             stats.latest_ack_timestamp_ms = now_ms
             stats.state_size += snapshot.state_size
             stats.acknowledged_per_vertex[v] = stats.acknowledged_per_vertex.get(v, 0) + 1
+            stats.subtask_acks[task.key] = (now_ms, snapshot.state_size)
         if pending.waiting:
             return []
         pending.finalizing = True

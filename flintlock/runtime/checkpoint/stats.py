@@ -2,7 +2,7 @@
 
 Follows Flink ``runtime/checkpoint/CheckpointStatsSnapshot`` (with ``CheckpointStatsCounts``,
 ``CheckpointStatsHistory``, ``AbstractCheckpointStats`` and its Pending / Completed / Failed
-subclasses, ``TaskStateStats``, ``RestoredCheckpointStats``) and
+subclasses, ``TaskStateStats``, ``SubtaskStateStats``, ``RestoredCheckpointStats``) and
 ``jobgraph/tasks/CheckpointCoordinatorConfiguration``. ``snapshot_stats(coordinator)`` copies what
 the JobMaster's ``CheckpointCoordinator`` records into plain frozen dataclasses (builtins only), so
 the snapshot rides in an ``ArchivedExecutionGraph`` over the RPC codec. Pure: no I/O, no clock.
@@ -11,14 +11,11 @@ Units: timestamps are epoch ms, durations ms, sizes bytes. ``-1`` means "none / 
 (Flink's convention: a latest acknowledgement before any subtask acknowledged, the duration of a
 pending checkpoint no subtask acknowledged yet, the ``last*`` metrics before the first checkpoint).
 
-What the coordinator does not record, and so the snapshot cannot carry:
-
-- per vertex, the acknowledgement times: ``TaskStateStats.latest_ack_timestamp_ms`` is ``-1``;
-- per vertex, the state sizes of checkpoints whose subtask snapshots the coordinator no longer
-  holds (failed ones, and completed ones beyond ``state.checkpoints.num-retained``): ``0``. The
-  sizes of pending checkpoints and of retained completed ones are exact;
-- alignment, processed and persisted (unaligned) data: flintlock aligns barriers without
-  buffering spilled data, so these are ``0``.
+Per subtask, the coordinator records when it acknowledged and its state's bytes (a FINISHED
+subtask acknowledges at the trigger). What it does not record, and so the snapshot cannot carry:
+alignment, processed and persisted (unaligned) data, and the synchronous / asynchronous parts of
+a snapshot: flintlock aligns barriers without buffering spilled data and copies state
+synchronously between epochs, so these are ``0`` (the whole snapshot counts as synchronous).
 
 Checkpoints are full copies of the operators' state tables, so a checkpoint's checkpointed size
 equals its state size.
@@ -26,7 +23,7 @@ equals its state size.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -36,7 +33,6 @@ if TYPE_CHECKING:  # the coordinator is only read; no import cycle at runtime
         CheckpointSettings,
         CheckpointStats,
     )
-    from flintlock.runtime.checkpoint.snapshots import TaskStateSnapshot
 
 __all__ = [
     "ArchivedCheckpointStats",
@@ -45,6 +41,7 @@ __all__ = [
     "CheckpointStatsSnapshot",
     "RestoredCheckpointStats",
     "StatsSummary",
+    "SubtaskStateStats",
     "TaskStateStats",
     "checkpoint_metric_values",
     "snapshot_stats",
@@ -108,6 +105,21 @@ class CheckpointCoordinatorConfiguration:
 
 
 @dataclass(frozen=True)
+class SubtaskStateStats:
+    """One acknowledged subtask's part of a checkpoint (Flink ``SubtaskStateStats``).
+
+    Attributes:
+        index: its subtask index.
+        ack_timestamp_ms: when its acknowledgement arrived (epoch ms).
+        state_size: bytes of its state.
+    """
+
+    index: int
+    ack_timestamp_ms: int
+    state_size: int
+
+
+@dataclass(frozen=True)
 class TaskStateStats:
     """One job vertex's part of a checkpoint (Flink ``TaskStateStats``).
 
@@ -115,8 +127,9 @@ class TaskStateStats:
         job_vertex_id: the vertex (32 hex).
         num_subtasks: its subtasks in the checkpoint.
         num_acknowledged: those that acknowledged (FINISHED ones count from the trigger on).
-        state_size: bytes of the acknowledged subtasks' state (see the module docstring).
-        latest_ack_timestamp_ms: not recorded per vertex: ``-1``.
+        state_size: bytes of the acknowledged subtasks' state.
+        latest_ack_timestamp_ms: the last acknowledgement (epoch ms), ``-1`` before the first.
+        subtasks: the acknowledged subtasks, by index (the others are pending or failed).
     """
 
     job_vertex_id: str
@@ -124,6 +137,7 @@ class TaskStateStats:
     num_acknowledged: int
     state_size: int = 0
     latest_ack_timestamp_ms: int = -1
+    subtasks: tuple[SubtaskStateStats, ...] = ()
 
     @property
     def checkpointed_size(self) -> int:
@@ -290,15 +304,11 @@ def snapshot_stats(coordinator: CheckpointCoordinator) -> CheckpointStatsSnapsho
     Call it in the JobMaster's mailbox (the coordinator is not thread-safe); the result is
     immutable and shares nothing with the coordinator.
     """
-    retained = {c.checkpoint_id: c for c in coordinator.completed if not c.savepoint}
-    held: dict[int, Mapping[str, TaskStateSnapshot]] = {n: c.tasks for n, c in retained.items()}
-    for n, pending in coordinator.pending.items():
-        held[n] = dict(pending.acked)
+    retained = {c.checkpoint_id for c in coordinator.completed if not c.savepoint}
 
     def archive(s: CheckpointStats) -> ArchivedCheckpointStats:
-        return _archive(s, held.get(s.checkpoint_id),
-                        discarded=(s.status == COMPLETED and not s.savepoint
-                                   and s.checkpoint_id not in retained))
+        return _archive(s, discarded=(s.status == COMPLETED and not s.savepoint
+                                      and s.checkpoint_id not in retained))
 
     history = tuple(archive(s) for s in coordinator.history)
     by_id = {s.checkpoint_id: s for s in history}
@@ -329,16 +339,18 @@ def snapshot_stats(coordinator: CheckpointCoordinator) -> CheckpointStatsSnapsho
     )
 
 
-def _archive(s: CheckpointStats, subtask_states: Mapping[str, TaskStateSnapshot] | None,
-             discarded: bool) -> ArchivedCheckpointStats:
-    sizes: dict[str, int] = {}
-    for key, state in (subtask_states or {}).items():
-        vertex = key.rpartition("/")[0]
-        sizes[vertex] = sizes.get(vertex, 0) + state.state_size
-    tasks = tuple(
-        TaskStateStats(vertex, int(n), int(s.acknowledged_per_vertex.get(vertex, 0)),
-                       sizes.get(vertex, 0))
-        for vertex, n in s.subtasks_per_vertex.items())
+def _archive(s: CheckpointStats, discarded: bool) -> ArchivedCheckpointStats:
+    acks: dict[str, list[SubtaskStateStats]] = {}
+    for key, (ack_ms, size) in s.subtask_acks.items():
+        vertex, _, index = key.rpartition("/")
+        acks.setdefault(vertex, []).append(SubtaskStateStats(int(index), int(ack_ms), int(size)))
+    tasks = []
+    for vertex, n in s.subtasks_per_vertex.items():
+        subtasks = tuple(sorted(acks.get(vertex, ()), key=lambda a: a.index))
+        tasks.append(TaskStateStats(
+            vertex, int(n), int(s.acknowledged_per_vertex.get(vertex, 0)),
+            sum(a.state_size for a in subtasks),
+            max((a.ack_timestamp_ms for a in subtasks), default=-1), subtasks))
     failed = s.status == FAILED
     return ArchivedCheckpointStats(
         checkpoint_id=int(s.checkpoint_id),
@@ -353,7 +365,7 @@ def _archive(s: CheckpointStats, subtask_states: Mapping[str, TaskStateSnapshot]
         discarded=discarded,
         failure_timestamp_ms=int(s.failure_timestamp_ms) if failed else -1,
         failure_message=str(s.failure_message) if failed else "",
-        tasks=tasks,
+        tasks=tuple(tasks),
     )
 
 

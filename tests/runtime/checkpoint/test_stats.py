@@ -143,15 +143,15 @@ def test_the_snapshot_does_not_change_with_the_coordinator() -> None:
     assert pending.state_size == 0 and before.counts.in_progress == 1
 
 
-def test_subsumed_checkpoints_are_discarded_and_their_vertex_sizes_unknown() -> None:
+def test_subsumed_checkpoints_are_discarded_and_keep_their_sizes() -> None:
     c = _coordinator(num_retained=1)
     _complete(c, 1_000, 1_100, 1_200)
     _complete(c, 2_000, 2_100, 2_200)
     newest, oldest = snapshot_stats(c).history
     assert (newest.checkpoint_id, newest.discarded) == (2, False)
     assert (oldest.checkpoint_id, oldest.discarded) == (1, True)
-    assert oldest.state_size == 73  # the total is recorded as acknowledgements arrive
-    assert [t.state_size for t in oldest.tasks] == [0, 0]
+    assert oldest.state_size == 73  # recorded as acknowledgements arrive
+    assert [t.state_size for t in oldest.tasks] == [3, 70]
     assert [t.state_size for t in newest.tasks] == [3, 70]
 
 
@@ -292,8 +292,8 @@ def test_details_list_the_vertices() -> None:
     tasks = checkpoint_statistics(completed, include_tasks=True)["tasks"]
     assert list(tasks) == [str(SOURCE), str(WINDOW)]
     assert tasks[str(WINDOW)] == {
-        "id": 1, "status": "COMPLETED", "latest_ack_timestamp": -1, "checkpointed_size": 70,
-        "state_size": 70, "end_to_end_duration": -1, "alignment_buffered": 0,
+        "id": 1, "status": "COMPLETED", "latest_ack_timestamp": 1_100, "checkpointed_size": 70,
+        "state_size": 70, "end_to_end_duration": 100, "alignment_buffered": 0,
         "processed_data": 0, "persisted_data": 0, "num_subtasks": 2,
         "num_acknowledged_subtasks": 2,
     }

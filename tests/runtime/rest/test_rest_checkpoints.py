@@ -1,5 +1,5 @@
 """Flink REST v1 checkpoint endpoints (``/jobs/:jobid/checkpoints``, ``/checkpoints/config``,
-``/checkpoints/details/:id``) and the checkpoint metrics of ``/jobs/:jobid/metrics``, served from
+``/checkpoints/details/:id``, ``.../subtasks/:vertexid``) and the checkpoint metrics of ``/jobs/:jobid/metrics``, served from
 the ``checkpoint_stats`` of a job's ``ArchivedExecutionGraph``."""
 
 from __future__ import annotations
@@ -130,6 +130,37 @@ def test_details_list_the_vertices(with_checkpoints, prefix):
     assert task["state_size"] == 300 and task["status"] == "COMPLETED"
     pending = with_checkpoints.client.get(f"/jobs/{JOB}/checkpoints/details/3").json()
     assert pending["tasks"][str(SRC)]["num_acknowledged_subtasks"] == 0
+
+
+@PREFIXES
+def test_subtask_details(with_checkpoints, prefix):
+    r = with_checkpoints.client.get(f"{prefix}/jobs/{JOB}/checkpoints/details/1/subtasks/{SRC}")
+    assert r.status_code == 200
+    body = r.json()
+    assert (body["id"], body["status"], body["num_acknowledged_subtasks"]) == (1, "COMPLETED", 2)
+    assert (body["latest_ack_timestamp"], body["end_to_end_duration"]) == (T0 + 900, 900)
+    assert [(s["index"], s["status"], s["state_size"], s["ack_timestamp"])
+            for s in body["subtasks"]] == [(0, "completed", 100, T0 + 900),
+                                           (1, "completed", 200, T0 + 900)]
+    assert body["subtasks"][0]["checkpoint"] == {"sync": 900, "async": 0}
+    assert (body["summary"]["state_size"]["min"], body["summary"]["state_size"]["max"]) == (
+        100, 200)
+    assert body["summary"]["checkpoint_duration"]["sync"]["p50"] == 900.0
+    pending = with_checkpoints.client.get(f"/jobs/{JOB}/checkpoints/details/3/subtasks/{SRC}")
+    assert [s for s in pending.json()["subtasks"]] == [
+        {"className": "pending", "index": i, "status": "pending_or_failed"} for i in range(2)]
+
+
+def test_subtask_details_errors(with_checkpoints):
+    other = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+    r = with_checkpoints.client.get(f"/jobs/{JOB}/checkpoints/details/1/subtasks/{other}")
+    assert r.status_code == 404
+    assert r.json() == {"errors": [f"There is no checkpoint statistics for task {other} in "
+                                   "checkpoint 1."]}
+    r = with_checkpoints.client.get(f"/jobs/{JOB}/checkpoints/details/1/subtasks/nope")
+    assert r.status_code == 400 and "vertexid" in r.json()["errors"][0]
+    r = with_checkpoints.client.get(f"/jobs/{JOB}/checkpoints/details/99/subtasks/{SRC}")
+    assert r.status_code == 404
 
 
 def test_details_errors(with_checkpoints, make_rest):

@@ -1,6 +1,7 @@
-"""Checkpoint handlers: ``/jobs/:jobid/checkpoints``, ``/checkpoints/config`` and
-``/checkpoints/details/:checkpointid`` (Flink ``CheckpointingStatisticsHandler``,
-``CheckpointConfigHandler``, ``CheckpointStatisticDetailsHandler``).
+"""Checkpoint handlers: ``/jobs/:jobid/checkpoints``, ``/checkpoints/config``,
+``/checkpoints/details/:checkpointid`` and ``.../subtasks/:vertexid`` (Flink
+``CheckpointingStatisticsHandler``, ``CheckpointConfigHandler``,
+``CheckpointStatisticDetailsHandler``, ``TaskCheckpointStatisticDetailsHandler``).
 
 They read the ``CheckpointStatsSnapshot`` the JobMaster puts in the job's
 ``ArchivedExecutionGraph`` (``checkpoint_stats``; None for a job that does not checkpoint).
@@ -36,8 +37,8 @@ Timestamps are epoch ms, durations ms, sizes bytes; ``-1`` is "none yet" (see
   ``tasks`` is ``{}`` in ``/checkpoints`` (as in Flink) and filled in the details. A ``<task>``
   (``TaskCheckpointStatistics``): ``{"id", "status", "latest_ack_timestamp", "checkpointed_size",
   "state_size", "end_to_end_duration", "alignment_buffered", "processed_data", "persisted_data",
-  "num_subtasks", "num_acknowledged_subtasks"}`` (per-vertex acknowledgement times are not
-  recorded: ``-1``).
+  "num_subtasks", "num_acknowledged_subtasks"}`` (``latest_ack_timestamp`` and
+  ``end_to_end_duration`` are ``-1`` before its first acknowledgement).
 
 - ``GET /jobs/:jobid/checkpoints/config`` (``CheckpointConfigInfo``)::
 
@@ -58,6 +59,23 @@ Timestamps are epoch ms, durations ms, sizes bytes; ``-1`` is "none yet" (see
   ``tasks``; 404 "Could not find checkpointing statistics for checkpoint <n>." when it is neither
   in the history nor one of the latest, 404 "Checkpointing was not enabled for job <jobid>." for a
   job that does not checkpoint, 400 for an id that is not an integer.
+
+- ``GET /jobs/:jobid/checkpoints/details/:checkpointid/subtasks/:vertexid``
+  (``TaskCheckpointStatisticsWithSubtaskDetails``): the vertex's ``<task>`` plus::
+
+    "summary": {"state_size" | "checkpointed_size" | "end_to_end_duration" | "start_delay":
+                <StatsSummaryDto>, "checkpoint_duration": {"sync", "async"},
+                "alignment": {"buffered", "processed", "persisted", "duration"}},
+    "subtasks": [{"className": "completed", "index", "status": "completed", "ack_timestamp",
+                  "end_to_end_duration", "state_size", "checkpointed_size",
+                  "checkpoint": {"sync", "async"}, "alignment": {"buffered", "processed",
+                  "persisted", "duration"}, "start_delay", "unaligned_checkpoint": false,
+                  "aborted": false}
+                 | {"className": "pending", "index", "status": "pending_or_failed"}, ...]
+
+  over the acknowledged subtasks. flintlock snapshots between epochs, synchronously: the whole
+  duration counts as ``sync``, ``async`` and alignment are 0 and the start delay is not known
+  (0). 404 for a vertex that is not part of the checkpoint.
 """
 
 from __future__ import annotations
@@ -71,16 +89,19 @@ from flintlock.runtime.checkpoint.stats import (
     CheckpointCoordinatorConfiguration,
     CheckpointStatsSnapshot,
     StatsSummary,
+    TaskStateStats,
+    summarize,
 )
-from flintlock.runtime.ids import JobID
+from flintlock.runtime.ids import JobID, JobVertexID
 from flintlock.runtime.rest.errors import RestHandlerException
-from flintlock.runtime.rest.routing import Ctx, new_router, parse_id
+from flintlock.runtime.rest.routing import Ctx, RestContext, new_router, parse_id
 
 __all__ = [
     "checkpoint_config_info",
     "checkpoint_statistics",
     "checkpointing_statistics",
     "router",
+    "subtask_checkpoint_statistics",
 ]
 
 router = new_router()
@@ -100,19 +121,64 @@ def _summary_dto(summary: StatsSummary) -> dict[str, Any]:
             "p90": summary.p90, "p95": summary.p95, "p99": summary.p99, "p999": summary.p999}
 
 
+def _task_statistics(s: ArchivedCheckpointStats, t: TaskStateStats) -> dict[str, Any]:
+    """Flink ``TaskCheckpointStatistics``."""
+    return {
+        "id": s.checkpoint_id, "status": s.status,
+        "latest_ack_timestamp": t.latest_ack_timestamp_ms,
+        "checkpointed_size": t.checkpointed_size, "state_size": t.state_size,
+        "end_to_end_duration": t.end_to_end_duration_ms(s.trigger_timestamp_ms),
+        "alignment_buffered": 0, "processed_data": 0, "persisted_data": 0,
+        "num_subtasks": t.num_subtasks, "num_acknowledged_subtasks": t.num_acknowledged,
+    }
+
+
+def subtask_checkpoint_statistics(s: ArchivedCheckpointStats,
+                                  t: TaskStateStats) -> dict[str, Any]:
+    """One vertex of a checkpoint with its subtasks (Flink
+    ``TaskCheckpointStatisticsWithSubtaskDetails``; see the module docstring)."""
+    acked = {a.index: a for a in t.subtasks}
+    durations = [max(0, a.ack_timestamp_ms - s.trigger_timestamp_ms) for a in t.subtasks]
+    sizes = [a.state_size for a in t.subtasks]
+    zeros = _summary_dto(summarize(0 for _ in t.subtasks))
+    subtasks: list[dict[str, Any]] = []
+    for index in range(t.num_subtasks):
+        a = acked.get(index)
+        if a is None:
+            subtasks.append({"className": "pending", "index": index,
+                             "status": "pending_or_failed"})
+            continue
+        duration = max(0, a.ack_timestamp_ms - s.trigger_timestamp_ms)
+        subtasks.append({
+            "className": "completed", "index": index, "status": "completed",
+            "ack_timestamp": a.ack_timestamp_ms, "end_to_end_duration": duration,
+            "state_size": a.state_size, "checkpointed_size": a.state_size,
+            "checkpoint": {"sync": duration, "async": 0},
+            "alignment": {"buffered": 0, "processed": 0, "persisted": 0, "duration": 0},
+            "start_delay": 0, "unaligned_checkpoint": False, "aborted": False,
+        })
+    return {
+        **_task_statistics(s, t),
+        "summary": {
+            "state_size": _summary_dto(summarize(sizes)),
+            "checkpointed_size": _summary_dto(summarize(sizes)),
+            "end_to_end_duration": _summary_dto(summarize(durations)),
+            "checkpoint_duration": {"sync": _summary_dto(summarize(durations)),
+                                    "async": dict(zeros)},
+            "alignment": {k: dict(zeros) for k in ("buffered", "processed", "persisted",
+                                                   "duration")},
+            "start_delay": dict(zeros),
+        },
+        "subtasks": subtasks,
+    }
+
+
 def checkpoint_statistics(s: ArchivedCheckpointStats, include_tasks: bool) -> dict[str, Any]:
     """One checkpoint (Flink ``CheckpointStatistics.generateCheckpointStatistics``)."""
     tasks: dict[str, Any] = {}
     if include_tasks:
         for t in s.tasks:
-            tasks[t.job_vertex_id] = {
-                "id": s.checkpoint_id, "status": s.status,
-                "latest_ack_timestamp": t.latest_ack_timestamp_ms,
-                "checkpointed_size": t.checkpointed_size, "state_size": t.state_size,
-                "end_to_end_duration": t.end_to_end_duration_ms(s.trigger_timestamp_ms),
-                "alignment_buffered": 0, "processed_data": 0, "persisted_data": 0,
-                "num_subtasks": t.num_subtasks, "num_acknowledged_subtasks": t.num_acknowledged,
-            }
+            tasks[t.job_vertex_id] = _task_statistics(s, t)
     body: dict[str, Any] = {
         "className": _CLASS_NAMES.get(s.status, "in_progress"),
         "id": s.checkpoint_id,
@@ -229,6 +295,24 @@ async def checkpoint_config_handler(jobid: str, ctx: Ctx) -> dict[str, Any]:
 @router.get(_CHECKPOINTS + "/details/{checkpointid}", tags=["jobs"],
             summary="Details of one checkpoint, with its statistics per vertex.")
 async def checkpoint_details_handler(jobid: str, checkpointid: str, ctx: Ctx) -> dict[str, Any]:
+    return checkpoint_statistics(await _checkpoint(jobid, checkpointid, ctx), include_tasks=True)
+
+
+@router.get(_CHECKPOINTS + "/details/{checkpointid}/subtasks/{vertexid}", tags=["jobs"],
+            summary="One vertex of a checkpoint, with its subtasks.")
+async def task_checkpoint_details_handler(jobid: str, checkpointid: str, vertexid: str,
+                                          ctx: Ctx) -> dict[str, Any]:
+    vertex_id = str(parse_id(JobVertexID, "vertexid", vertexid))
+    found = await _checkpoint(jobid, checkpointid, ctx)
+    for task in found.tasks:
+        if task.job_vertex_id == vertex_id:
+            return subtask_checkpoint_statistics(found, task)
+    raise RestHandlerException(
+        404, f"There is no checkpoint statistics for task {vertex_id} in checkpoint "
+             f"{found.checkpoint_id}.")
+
+
+async def _checkpoint(jobid: str, checkpointid: str, ctx: RestContext) -> ArchivedCheckpointStats:
     job_id = parse_id(JobID, "jobid", jobid)
     checkpoint_id = _parse_checkpoint_id(checkpointid)
     graph = await ctx.dispatcher.request_job(job_id)
@@ -239,4 +323,4 @@ async def checkpoint_details_handler(jobid: str, checkpointid: str, ctx: Ctx) ->
     if found is None:
         raise RestHandlerException(
             404, f"Could not find checkpointing statistics for checkpoint {checkpoint_id}.")
-    return checkpoint_statistics(found, include_tasks=True)
+    return found
