@@ -149,8 +149,13 @@ class FaultRun:
         return sorted(found)
 
     def _outputs(self) -> set[str]:
-        return {str(p.relative_to(self.out)) for p in self.out.rglob("part-*")} \
-            if self.out.exists() else set()
+        """The published part files (under ``out`` and its sinks' directories; never inside
+        ``_temporary``, whose directories come and go while it is listed)."""
+        if not self.out.exists():
+            return set()
+        sinks = [self.out, *(d for d in self.out.iterdir()
+                             if not d.name.startswith(("_", ".")) and d.is_dir())]
+        return {str(p.relative_to(self.out)) for d in sinks for p in d.glob("part-*")}
 
     # ---- the run -------------------------------------------------------------------------------
 

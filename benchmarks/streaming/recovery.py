@@ -43,6 +43,8 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks.systems import _clean_env  # noqa: E402
+
 
 def structured_streaming_worker(out: str, rate: int, started: float, total: int) -> None:
     """The Structured Streaming query (run in its own process until killed or done)."""
@@ -115,15 +117,22 @@ def structured_streaming_recovery(work: Path, rate: int, seconds: float) -> floa
     started = time.time()
     argv = [sys.executable, "-m", "benchmarks.streaming.recovery", "--ss-worker", str(out),
             str(rate), repr(started), str(int(rate * seconds))]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    env = _clean_env(PYSPARK_PYTHON=sys.executable)  # classic local[2], not Spark Connect
+
+    log = work / "structured-streaming.log"
+    work.mkdir(parents=True, exist_ok=True)
 
     def start() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(argv, cwd=REPO, env=env, start_new_session=True,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(log, "ab") as f:
+            return subprocess.Popen(argv, cwd=REPO, env=env, start_new_session=True,
+                                    stdout=f, stderr=subprocess.STDOUT)
 
     proc = start()
     try:
-        _wait(lambda: len(_files(out)) >= 3, 180, "Structured Streaming's first files")
+        _wait(lambda: len(_files(out)) >= 3 or proc.poll() is not None, 180,
+              "Structured Streaming's first files")
+        if proc.poll() is not None:
+            raise RuntimeError(f"Structured Streaming exited: {log.read_text()[-3000:]}")
         time.sleep(2.0)  # a few micro-batches into the run, not at a batch boundary on purpose
         before = _files(out)
         os.killpg(proc.pid, signal.SIGKILL)
