@@ -44,7 +44,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.failover import FLINTLOCK, SessionCluster, submitted_job_id  # noqa: E402
+from benchmarks.failover import FLINTLOCK, SessionCluster, _wait, submitted_job_id  # noqa: E402
 from benchmarks.streaming import fault_jobs  # noqa: E402
 from flintlock.testing.fault_plan import FaultKind, FaultPlan, TimedFault, plan_faults  # noqa: E402
 
@@ -102,19 +102,6 @@ class RunResult:
     @property
     def exactly_once(self) -> bool:
         return self.state == "FINISHED" and not self.problems
-
-
-def _wait(predicate: Callable[[], Any], timeout_s: float, what: str,
-          describe: Callable[[], Any] | None = None) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            seen = f"; seen: {describe()}" if describe is not None else ""
-            raise TimeoutError(f"{what} not within {timeout_s:.0f} s{seen}")
-        time.sleep(0.1)
 
 
 class FaultRun:
@@ -184,16 +171,11 @@ class FaultRun:
 
     def inject(self, fault: TimedFault, completed_before: int) -> int:
         """Wait for recovery, then inject ``fault``; the completed count at injection."""
-        seen: dict[str, Any] = {}
-
-        def recovered() -> Any:
-            seen["tms"] = self._recovered(completed_before)
-            return seen["tms"]
-
         while True:
-            _wait(recovered, 240, f"{self.job} recovered before {fault.kind.value}",
-                  lambda: (self._job()["state"], self._checkpoint_counts()))
-            if seen["tms"] is True:  # the job ended first
+            recovered = _wait(lambda: self._recovered(completed_before), 240,
+                              f"{self.job} recovered before {fault.kind.value}", 0.1,
+                              lambda: (self._job()["state"], self._checkpoint_counts()))
+            if recovered is True:  # the job ended first
                 self.result.skipped.append(fault.kind.value)
                 return completed_before
             time.sleep(fault.delay_s)  # the seeded moment of the fault, not a wait for a condition
@@ -230,11 +212,11 @@ class FaultRun:
         """Seconds from ``since`` until the job restored a checkpoint and then published new
         output (None: the job ended first)."""
         _wait(lambda: self._job()["state"] in TERMINAL
-              or self._checkpoint_counts()["restored"] > restored_before, 240, "a restore")
+              or self._checkpoint_counts()["restored"] > restored_before, 240, "a restore", 0.1)
         before = self._outputs()
-        _wait(lambda: self._outputs() - before or self._job()["state"] in TERMINAL, 240,
-              "output after the restore")
-        return round(time.monotonic() - since, 2) if self._outputs() - before else None
+        new = _wait(lambda: self._outputs() - before or self._job()["state"] in TERMINAL, 240,
+                    "output after the restore", 0.1)
+        return round(time.monotonic() - since, 2) if new is not True else None
 
     def _block_next_checkpoint(self) -> int:
         job_dir = self.checkpoints / self.result.job_id

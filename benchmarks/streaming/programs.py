@@ -96,9 +96,11 @@ def _run_for(query: Any, seconds: float) -> None:
     query.stop()
 
 
-def python_rate_source(spark: Any, fn: Any, rate: int, total: int, schema: str) -> Any:
+def python_rate_source(spark: Any, fn: Any, rate: int, total: int, schema: str,
+                       started: float | None = None) -> Any:
     """A streaming DataFrame of ``fn(i)`` for ``i`` in ``0..total-1``, made available at ``rate``
-    per second from the query's start (a ``pyspark.sql.datasource`` streaming reader; each
+    per second from the query's start, or from ``started`` (epoch seconds: a restarted query
+    then finds the backlog due since then) (a ``pyspark.sql.datasource`` streaming reader; each
     micro-batch reads the indices due since the last in two partitions, generated in Python
     workers as flintlock's ``DataGeneratorSource`` generates them)."""
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -109,7 +111,7 @@ def python_rate_source(spark: Any, fn: Any, rate: int, total: int, schema: str) 
 
     class Reader(DataSourceStreamReader):
         def __init__(self) -> None:
-            self.started = time.time()
+            self.started = time.time() if started is None else started
 
         def initialOffset(self) -> dict[str, int]:
             return {"n": 0}

@@ -43,52 +43,19 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks.failover import _wait  # noqa: E402
 from benchmarks.systems import _clean_env  # noqa: E402
 
 
 def structured_streaming_worker(out: str, rate: int, started: float, total: int) -> None:
     """The Structured Streaming query (run in its own process until killed or done)."""
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
-    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
     from benchmarks.streaming.fault_jobs import window_event
+    from benchmarks.streaming.programs import _spark, python_rate_source
 
-    class Range(InputPartition):
-        def __init__(self, start: int, end: int) -> None:
-            self.start, self.end = start, end
-
-    class Reader(DataSourceStreamReader):
-        def initialOffset(self) -> dict[str, int]:
-            return {"n": 0}
-
-        def latestOffset(self) -> dict[str, int]:
-            return {"n": min(total, int((time.time() - started) * rate))}
-
-        def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Range]:
-            a, b = start["n"], end["n"]
-            return [Range(a, (a + b) // 2), Range((a + b) // 2, b)]
-
-        def read(self, partition: Range) -> Any:
-            for i in range(partition.start, partition.end):
-                yield window_event(i)
-
-    class Generated(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return "recovery_generator"
-
-        def schema(self) -> str:
-            return "id long, k string, ts long"
-
-        def streamReader(self, schema: Any) -> Reader:
-            return Reader()
-
-    spark = (SparkSession.builder.master("local[2]").appName("ss-recovery")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
-    spark.dataSource.register(Generated)
-    rows = spark.readStream.format("recovery_generator").load()
+    rows = python_rate_source(_spark(), window_event, rate, total, "id long, k string, ts long",
+                              started)
     windows = (rows.withColumn("ts", F.timestamp_millis("ts"))
                .withWatermark("ts", "0 seconds")
                .groupBy(F.window("ts", "1 second"), "k")
@@ -101,14 +68,6 @@ def structured_streaming_worker(out: str, rate: int, started: float, total: int)
 
 def _files(out: Path) -> set[str]:
     return {p.name for p in out.glob("part-*")} if out.exists() else set()
-
-
-def _wait(predicate: Any, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what} not within {timeout_s:.0f} s")
-        time.sleep(0.05)
 
 
 def structured_streaming_recovery(work: Path, rate: int, seconds: float) -> float:
