@@ -49,8 +49,7 @@ def measure(keys: int, work: Path) -> dict[str, Any]:
     from flintlock.api.watermarks import WatermarkStrategy
     from flintlock.api.windows import TumblingEventTimeWindows
     from flintlock.connectors import DataGeneratorSource, FileSink, RateLimiterStrategy
-    from flintlock.runtime.jobgraph.types import JobStatus
-
+    
     env = StreamExecutionEnvironment.get_execution_environment(Configuration({
         "local.number-taskmanager": 1, "taskmanager.numberOfTaskSlots": 2,
         "state.checkpoints.dir": str(work / "checkpoints")}))
@@ -77,7 +76,10 @@ def measure(keys: int, work: Path) -> dict[str, Any]:
             raise TimeoutError(f"{keys} keys: only {rows_in()} rows reached the window")
         time.sleep(0.5)
     savepoint = client.stop_with_savepoint(str(work / "savepoints"))
-    while _status(client) is not JobStatus.CANCELED:
+    stopped = time.monotonic()
+    while not _status(client).is_globally_terminal():  # FINISHED after its savepoint
+        if time.monotonic() - stopped > 10 * SECONDS:
+            raise TimeoutError(f"{keys} keys: still {_status(client).name} after the savepoint")
         time.sleep(0.2)
     stats = client.get_job_details().checkpoint_stats
     done = [c for c in stats.history if c.status == "COMPLETED"]

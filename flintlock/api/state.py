@@ -16,7 +16,10 @@ processing-time timers (fire when the clock does), in epoch ms; ``on_timer(times
 for each, in timestamp order. ``type_info`` arguments are accepted for PyFlink compatibility;
 values are stored as Python objects (cloudpickled per key in the operator's state table).
 
-Raises ``KeyedStateError`` for state used outside a keyed context (e.g. in ``open``).
+Raises ``KeyedStateError`` for state used outside a keyed context (e.g. in ``open``), and
+``StateMigrationException`` when state restored from a checkpoint or savepoint was written as
+another kind of state (a value state now asked for as a list state, say) under the same name.
+Values are pickled Python objects, so a changed ``type_info`` restores as before.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ __all__ = [
     "MapStateDescriptor",
     "RuntimeContext",
     "StateDescriptor",
+    "StateMigrationException",
     "TimeDomain",
     "TimerService",
     "ValueState",
@@ -42,6 +46,12 @@ __all__ = [
 
 class KeyedStateError(RuntimeError):
     """Keyed state or a timer used where no key is current."""
+
+
+class StateMigrationException(KeyedStateError):
+    """Restored keyed state does not fit the state the function registers under that name
+    (Flink ``StateMigrationException``, raised when ``HeapKeyedStateBackend`` registers a
+    restored state with an incompatible type). Restarting cannot fix it."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,29 @@ class _KeyScope:
 
     def __init__(self) -> None:
         self.values: dict[str, Any] | None = None
+        #: descriptor name -> state kind ("value" | "list" | "map") as the function registered it
+        self.kinds: dict[str, str] = {}
+        #: the kinds recorded with the current key's restored state
+        self.restored_kinds: dict[str, str] = {}
+
+    def load(self, values: dict[str, Any], kinds: dict[str, str]) -> None:
+        """Make a key's stored state current; ``kinds``: what each name was when stored.
+
+        Raises:
+            StateMigrationException: a name the function registered was stored as another kind.
+        """
+        self.values, self.restored_kinds = dict(values), dict(kinds)
+        for name, kind in self.kinds.items():
+            self.check(name, kind)
+
+    def check(self, name: str, kind: str) -> None:
+        old = self.restored_kinds.get(name) or kind
+        if old != kind:
+            raise StateMigrationException(
+                f"state '{name}' was restored as a {old} state, but the function now registers "
+                f"it as a {kind} state (the state changed under the operator's uid). Restore with "
+                "the program that took the savepoint, give the state a new name, or give the "
+                "operator a new uid() to start it with empty state")
 
     def get(self, name: str, default: Any = None) -> Any:
         if self.values is None:
@@ -195,16 +228,16 @@ class RuntimeContext:
     def __init__(self, scope: _KeyScope, task_name: str = "", index: int = 0,
                  parallelism: int = 1) -> None:
         self._scope = scope
-        self._kinds: dict[str, str] = {}
         self._task_name, self._index, self._parallelism = task_name, index, parallelism
 
     def _register(self, descriptor: StateDescriptor, kind: str) -> str:
         if not isinstance(descriptor, StateDescriptor):
             raise TypeError(f"expected a state descriptor, got {type(descriptor).__name__}")
-        known = self._kinds.setdefault(descriptor.name, kind)
+        known = self._scope.kinds.setdefault(descriptor.name, kind)
         if known != kind:
             raise KeyedStateError(f"state '{descriptor.name}' is already a {known} state; "
                                   f"give the {kind} state another name")
+        self._scope.check(descriptor.name, kind)
         return descriptor.name
 
     def get_state(self, descriptor: ValueStateDescriptor) -> ValueState:

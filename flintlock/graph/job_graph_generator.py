@@ -35,6 +35,7 @@ from flintlock.runtime.operators.specs import (
     SinkSpec,
     SourceSpec,
 )
+from flintlock.runtime.operators.time_specs import state_kind
 
 __all__ = ["SPARK_STREAMING_TASK", "SPARK_STREAM_TASK", "create_job_graph", "result_partition_type"]
 
@@ -172,6 +173,7 @@ def _build_vertex(
         invokable_payload=cloudpickle.dumps(op_chain),
         operator_ids=tuple(graph.node(nid).operator_id for nid in chain.nodes),
         operator_names=names,
+        operator_state_kinds=tuple(state_kind(graph.node(nid).spec) for nid in chain.nodes),
         inputs=inputs,
         results=tuple(results),
         slot_sharing_group=head.slot_sharing_group,

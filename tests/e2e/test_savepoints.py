@@ -6,7 +6,10 @@ row. The first run is stopped with a savepoint part-way; the second run (with a 
 operator added) resumes from it. Together the two runs' committed files hold every
 ``(key, 1..n)`` exactly once: the source resumed at its offset, the counts at their state, and
 nothing after the savepoint was published by the stopped run. Operators without ``uid()`` cannot
-be matched: the restore fails naming the cause, unless non-restored state is allowed. A stopped
+be matched: the restore fails naming the cause, unless non-restored state is allowed. State that
+changed under the same uid (another kind of operator, other key columns, a value state become a
+list state) fails the restore with a message naming the change, allowed or not, and without
+restarting (100 restarts would be allowed). A stopped
 job FINISHES: without drain its open event-time windows stay in the savepoint and fire in the
 resumed job (every row counted once over both runs); with drain they fire before it finishes.
 """
@@ -48,7 +51,9 @@ def _env(**settings: Any) -> StreamExecutionEnvironment:
 
 
 def _program(env: StreamExecutionEnvironment, out: Path, uids: bool = True,
-             added_operator: bool = False, rate: int = 300) -> None:
+             added_operator: bool = False, rate: int = 100) -> None:
+    # 100 rows/s by default: the source still runs (30 s) when the keyed process's first epoch
+    # ends, which takes ~15 s on a cold Spark session, so a stop part-way finds it running
     source = DataGeneratorSource(_event, N, RateLimiterStrategy.per_second(rate), SCHEMA)
     events = env.from_source(source).set_parallelism(1)
     if uids:
@@ -122,6 +127,64 @@ def test_operators_without_uid_cannot_be_matched_unless_allowed(tmp_path: Path) 
     _program(allowed, tmp_path / "fresh", uids=False, rate=3000)
     allowed.execute("allowed")
     assert _counts(tmp_path / "fresh") == EXPECTED  # the state was dropped: counts from 1
+
+
+class _RunningCountAsList(RunningCount):
+    """``RunningCount`` changed: its "count" became a list state."""
+
+    def open(self, runtime_context: Any) -> None:
+        from flintlock.api.state import ListStateDescriptor
+
+        self.count = runtime_context.get_list_state(ListStateDescriptor("count"))
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        self.count.add(1)
+        yield (ctx.get_current_key(), len(self.count.get()))
+
+
+def _changed_counts(env: StreamExecutionEnvironment, out: Path, change: str) -> None:
+    """``_program`` with the operator under uid "counts" changed."""
+    from pyspark.sql import functions as F
+
+    from flintlock.api.windows import TumblingProcessingTimeWindows
+
+    events = env.from_source(DataGeneratorSource(_event, N, RateLimiterStrategy.per_second(3000),
+                                                 SCHEMA)).set_parallelism(1).uid("events")
+    if change == "window":
+        counts = (events.key_by("k").window(TumblingProcessingTimeWindows.of(1000))
+                  .agg(F.count(F.lit(1)).alias("n")))
+    elif change == "key":
+        counts = events.key_by("id").process(RunningCount(), "id long, n long")
+    else:
+        counts = events.key_by("k").process(_RunningCountAsList(), "k string, n long")
+    counts.uid("counts").sink_to(FileSink.parquet(str(out)))
+
+
+@pytest.mark.timeout(300)
+def test_state_changed_under_the_same_uid_fails_the_restore_clearly(tmp_path: Path) -> None:
+    env = _env()
+    _program(env, tmp_path / "first")
+    path, _ = _stop_part_way(env, tmp_path / "savepoints")
+    expected = {
+        # refused at submission: the savepoint records each operator's kind of state
+        "window": ("written by a KeyedProcessFunction", "is a window operator"),
+        # found by the task once it sees its input: a key column of another type
+        "key": ("key 1 string -> bigint", "other key or input columns"),
+        # found by the function's Spark worker: a value state asked for as a list state
+        "kind": ("StateMigrationException", "'count' was restored as a value state"),
+    }
+    for change, phrases in expected.items():
+        again = _env(**{"execution.savepoint.path": path,  # even with unclaimed state allowed
+                        "execution.savepoint.ignore-unclaimed-state": "true"})
+        again.set_restart_strategy(RestartStrategies.fixed_delay_restart(100, 0))
+        _changed_counts(again, tmp_path / change, change)
+        client = again.execute_async(f"changed {change}")
+        with pytest.raises(JobExecutionException) as info:
+            client.get_job_execution_result(120)
+        text = str(info.value) + str(info.value.__cause__)
+        assert all(p in text for p in phrases) and "new uid()" in text, (change, text)
+        assert client.get_job_details().number_of_restarts == 0, change  # no restart can fix it
+        assert not (tmp_path / change).exists() or _counts(tmp_path / change) == [], change
 
 
 def test_a_savepoint_path_that_does_not_exist_fails_the_job_clearly(tmp_path: Path) -> None:

@@ -13,7 +13,13 @@ parallelism:
   ``allow_non_restored`` (``execution.savepoint.ignore-unclaimed-state``; Flink's
   ``--allowNonRestoredState``), which drops it;
 - a stateful operator whose parallelism changed is an error (rescaling state between key-group
-  ranges is not supported yet).
+  ranges is not supported yet);
+- state restored into an operator of another kind under the same uid (a window's rows into a
+  ``KeyedProcessFunction``, say) is an error naming both kinds, whatever ``allow_non_restored``
+  says (Flink fails such a restore when the operator registers its state with an incompatible
+  type). Schema changes within a kind (other key or input columns) are found by the task when
+  it first sees its input (``TimedOperators``), changed state descriptors by the user
+  function's worker (``keyed_process``).
 
 Pure: no I/O.
 """
@@ -46,13 +52,35 @@ def _holds_state(handle: OperatorStateHandle) -> bool:
     return bool(handle.state_dir) or handle.max_timestamp is not None
 
 
+_KIND_NAMES = {"window": "a window operator", "keyed-process": "a KeyedProcessFunction",
+               "watermarks": "a watermark assigner", "": "a stateless operator"}
+
+
+def _check_kind(checkpoint: CompletedCheckpoint, handle: OperatorStateHandle, vertex: Any,
+                index: int) -> None:
+    kinds = getattr(vertex, "operator_state_kinds", ())
+    if not handle.kind or not _holds_state(handle) or index >= len(kinds):
+        return  # recorded before kinds were, or nothing to restore, or not known
+    if kinds[index] == handle.kind:
+        return
+    name = vertex.operator_names[index] if index < len(vertex.operator_names) else vertex.name
+    raise CheckpointRestoreException(
+        f"cannot restore operator {handle.operator_id} ({name!r}) from "
+        f"{checkpoint.external_pointer}: its state was written by "
+        f"{_KIND_NAMES.get(handle.kind, handle.kind)}, but the new program's operator with that "
+        f"uid is {_KIND_NAMES.get(kinds[index], kinds[index])} (the state changed under the same "
+        "uid). Restore with the program that took the savepoint, or give the changed operator a "
+        "new uid(): it then starts with empty state, and --allow-non-restored-state drops the "
+        "old one.")
+
+
 def map_to_job(checkpoint: CompletedCheckpoint, job_graph: Any,
                allow_non_restored: bool = False) -> CompletedCheckpoint:
     """``checkpoint``'s state keyed by ``job_graph``'s subtasks (see the module docstring).
 
     Raises:
-        CheckpointRestoreException: unclaimed state (without ``allow_non_restored``) or a changed
-            parallelism, naming the operator.
+        CheckpointRestoreException: unclaimed state (without ``allow_non_restored``), a changed
+            parallelism or a changed state kind, naming the operator.
     """
     place: dict[str, tuple[Any, int]] = {}  # operator id -> (vertex, index in its chain)
     for vertex in job_graph.vertices:
@@ -79,6 +107,7 @@ def map_to_job(checkpoint: CompletedCheckpoint, job_graph: Any,
                     unclaimed.add(handle.operator_id)
                 continue
             vertex, index = target
+            _check_kind(checkpoint, handle, vertex, index)
             entry = per_subtask.setdefault(subtask_key(vertex.id, subtask), {"operators": []})
             entry["operators"].append(dataclasses.replace(handle, node=index))
         if state.source_offset is not None and state.source_operator:

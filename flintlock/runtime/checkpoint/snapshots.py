@@ -60,6 +60,8 @@ class OperatorStateHandle:
         next_event, next_processing: its earliest pending event- / processing-time firing (ms).
         max_timestamp: a watermark assigner's highest event time seen (ms).
         size_bytes: stored bytes of ``state_dir``.
+        kind: the operator's state kind (``time_specs.state_kind``; "" in checkpoints written
+            before it was recorded).
     """
 
     node: int
@@ -72,6 +74,7 @@ class OperatorStateHandle:
     next_processing: int | None = None
     max_timestamp: int | None = None
     size_bytes: int = 0
+    kind: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

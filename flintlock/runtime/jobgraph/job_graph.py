@@ -72,6 +72,8 @@ class JobVertex:
         invokable_payload: opaque bytes for the invokable.
         operator_ids: the chained operators' ids, head first.
         operator_names: the chained operators' names, head first.
+        operator_state_kinds: the chained operators' state kinds (``time_specs.state_kind``,
+            "" for stateless ones), head first; empty when not known.
         inputs: one JobEdge per input gate, in gate order.
         results: produced datasets, in output order.
         slot_sharing_group: name of the slot sharing group (``"default"``).
@@ -87,6 +89,7 @@ class JobVertex:
     invokable_payload: bytes = b""
     operator_ids: tuple[OperatorID, ...] = ()
     operator_names: tuple[str, ...] = ()
+    operator_state_kinds: tuple[str, ...] = ()
     inputs: tuple[JobEdge, ...] = ()
     results: tuple[IntermediateDataSet, ...] = ()
     slot_sharing_group: str = "default"

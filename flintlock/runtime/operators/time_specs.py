@@ -21,7 +21,7 @@ from typing import Any
 from flintlock.runtime.operators.specs import SerializedFunction
 
 __all__ = ["TIME_SPECS", "SideOutputSpec", "StatefulProcessSpec", "WatermarkAssignerSpec",
-           "WindowSpec"]
+           "WindowSpec", "state_kind"]
 
 
 @dataclass(frozen=True)
@@ -80,3 +80,18 @@ class StatefulProcessSpec:
 
 
 TIME_SPECS = (WatermarkAssignerSpec, WindowSpec, SideOutputSpec, StatefulProcessSpec)
+
+
+def state_kind(spec: Any) -> str:
+    """What kind of state an operator keeps in checkpoints ("" for none): ``"window"`` (the rows
+    of unfired windows), ``"keyed-process"`` (a ``KeyedProcessFunction``'s keyed state and
+    timers) or ``"watermarks"`` (an assigner's highest event time). A savepoint's state is only
+    restored into an operator of the same kind (Flink checks the state's type and serializers
+    when a restored operator registers it)."""
+    if isinstance(spec, WindowSpec):
+        return "window"
+    if isinstance(spec, StatefulProcessSpec):
+        return "keyed-process"
+    if isinstance(spec, WatermarkAssignerSpec):
+        return "watermarks"
+    return ""

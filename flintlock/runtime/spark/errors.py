@@ -1,7 +1,8 @@
 """Turn Spark errors into flintlock errors that name the cause and the operator.
 
-Spark analysis errors (unresolved column, type mismatch, bad SQL) and functions that cannot be
-unpickled are non-recoverable: restarting the task cannot fix them (``non_recoverable = True``,
+Spark analysis errors (unresolved column, type mismatch, bad SQL), functions that cannot be
+unpickled and restored keyed state of another kind (``StateMigrationException`` in a Python
+worker) are non-recoverable: restarting the task cannot fix them (``non_recoverable = True``,
 read by ``SerializedError.from_exception``). Other Spark errors (Python worker exceptions, lost
 connections) stay recoverable.
 """
@@ -56,12 +57,16 @@ def _condition(exc: BaseException) -> str | None:
 
 
 def is_analysis_error(exc: BaseException) -> bool:
-    """True for Spark errors that no restart can fix (analysis, parse, illegal arguments)."""
+    """True for Spark errors that no restart can fix (analysis, parse, illegal arguments, state
+    migration)."""
     try:
         from pyspark.errors import AnalysisException, IllegalArgumentException, ParseException
     except ImportError:  # pragma: no cover
         return False
-    return isinstance(exc, (AnalysisException, ParseException, IllegalArgumentException))
+    if isinstance(exc, (AnalysisException, ParseException, IllegalArgumentException)):
+        return True
+    # restored keyed state that the function registers as another kind (``api.state``)
+    return type(exc).__name__ == "PythonException" and "StateMigrationException:" in str(exc)
 
 
 def _first_line(text: str) -> str:

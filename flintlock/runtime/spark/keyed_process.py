@@ -29,7 +29,7 @@ from flintlock.runtime.operators.time_specs import StatefulProcessSpec
 from flintlock.runtime.spark.python_ops import UserFunctionError, _rows, _values
 from flintlock.runtime.spark.schema import ddl_field_types
 
-__all__ = ["KIND", "combined_ddl", "process_epoch", "state_ddl"]
+__all__ = ["KIND", "combined_ddl", "key_column_names", "process_epoch", "state_ddl"]
 
 KIND = "_kind"
 T = "__t"
@@ -37,6 +37,13 @@ T = "__t"
 
 def _key_columns(n: int) -> list[str]:
     return [f"__k{i}" for i in range(n)]
+
+
+def key_column_names(column: str) -> str:
+    """A state table column as a user knows it: ``__k0`` -> ``key 1``; others unchanged."""
+    if column.startswith("__k") and column[3:].isdigit():
+        return f"key {int(column[3:]) + 1}"
+    return column
 
 
 def state_ddl(spec: StatefulProcessSpec, input_ddl: str) -> str:
@@ -106,7 +113,7 @@ def _process_fn(spec: StatefulProcessSpec, out: pa.Schema, watermark: int, now: 
         ctx = _Context(timers)
         ctx.key = values[0] if n_keys == 1 else tuple(values)
         saved = cloudpickle.loads(state.column("__state")[0].as_py()) if state.num_rows else {}
-        scope.values = dict(saved.get("values", {}))
+        scope.load(saved.get("values", {}), saved.get("kinds", {}))
         timers.event_timers = set(saved.get("event", ()))
         timers.processing_timers = set(saved.get("processing", ()))
         results: list[Any] = []
@@ -133,7 +140,9 @@ def _process_fn(spec: StatefulProcessSpec, out: pa.Schema, watermark: int, now: 
             fire(TimeDomain.PROCESSING_TIME, timers.processing_timers, fire_until)
             rows = [[0, *_values(r, user_names), *([None] * (n_keys + 3))] for r in results]
             if scope.values or timers.event_timers or timers.processing_timers:
-                blob = cloudpickle.dumps({"values": scope.values,
+                blob = cloudpickle.dumps({"values": scope.values, "kinds": {
+                                              n: scope.kinds.get(n) or scope.restored_kinds.get(n, "")
+                                              for n in scope.values},
                                           "event": sorted(timers.event_timers),
                                           "processing": sorted(timers.processing_timers)})
                 rows.append([1, *([None] * n_user), *values, blob,

@@ -34,13 +34,16 @@ from flintlock.runtime.operators.time_specs import (
     StatefulProcessSpec,
     WatermarkAssignerSpec,
     WindowSpec,
+    state_kind,
 )
 from flintlock.runtime.shuffle.layout import filesystem_and_path
 from flintlock.runtime.spark import keyed_process as K
 from flintlock.runtime.spark.errors import OperatorException
+from flintlock.runtime.spark.schema import ddl_field_types
 from flintlock.runtime.spark.window_ops import (
     MAX_WATERMARK,
     MIN_WATERMARK,
+    STATE_COLUMNS,
     EpochTimes,
     event_time_millis,
     input_ddl_of,
@@ -107,6 +110,8 @@ class _Node:
     max_timestamp: int | None = None
     observation: Any = None
     last_rows_ms: int | None = None
+    #: the DDL of restored state rows, checked against the program's once its input is known
+    restored_ddl: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -125,6 +130,8 @@ class TimedOperators:
         self.spark, self.run, self.state_uri, self.task = spark, run, state_uri, task
         self.streaming = streaming
         self.nodes: dict[int, _Node] = {}
+        self.kinds: dict[int, str] = {}  # node index -> state kind (``prepare``)
+        self.names: dict[int, str] = {}
         self.side: dict[tuple[int, str], Any] = {}
         self.input_watermark = MIN_WATERMARK if streaming else MAX_WATERMARK
         self.processing_time = 0
@@ -134,6 +141,7 @@ class TimedOperators:
         """Know the chain's watermark assigners before their first epoch (an idle source's
         assigner never runs, but its idle timeout counts from the start)."""
         for index, node in enumerate(chain.nodes):
+            self.kinds[index], self.names[index] = state_kind(node.spec), node.name
             if isinstance(node.spec, WatermarkAssignerSpec) and index not in self.nodes:
                 self.nodes[index] = _Node(extra=_assigner_settings(node.spec))
 
@@ -228,7 +236,8 @@ class TimedOperators:
                                             f"of {rows} rows is missing")
             handles.append(OperatorStateHandle(
                 index, operator_ids.get(index, ""), state_dir, rows, ddl, st.watermark,
-                st.next_event, st.next_processing, st.max_timestamp, size))
+                st.next_event, st.next_processing, st.max_timestamp, size,
+                self.kinds.get(index, "")))
         return tuple(handles)
 
     def restore(self, handles: tuple[OperatorStateHandle, ...]) -> None:
@@ -241,6 +250,7 @@ class TimedOperators:
             if h.state_dir:
                 st.table = StateTable(f"{self.state_uri}/{h.node}")
                 st.table.restore(h.state_dir, h.rows, h.ddl)
+                st.restored_ddl = h.ddl if h.rows else ""
 
     # ---- nodes ----------------------------------------------------------------------------------
 
@@ -263,7 +273,7 @@ class TimedOperators:
         if isinstance(spec, WindowSpec):
             return self._window(index, st, spec, df, where)
         if isinstance(spec, StatefulProcessSpec):
-            return self._process(st, spec, df, where)
+            return self._process(index, st, spec, df, where)
         raise OperatorException(f"{where}: not a timed operator: {type(spec).__name__}",
                                 non_recoverable=True)
 
@@ -294,6 +304,7 @@ class TimedOperators:
             times = EpochTimes(st.watermark, self.input_watermark, self.processing_time)
         else:
             times = EpochTimes(st.watermark, self.fire_processing_until, self.processing_time)
+        self._check_restored(index, st, f"{st.input_ddl}, {_WINDOW_STATE}")
         state = st.table.read(self.spark) if st.table is not None else None
         result = window_epoch(self.spark, df, state, spec, times, st.input_ddl, st.time_column)
         if spec.late_tag and result.late is not None:
@@ -309,10 +320,12 @@ class TimedOperators:
                 st.next_processing = nxt
         return result.output
 
-    def _process(self, st: _Node, spec: StatefulProcessSpec, df: Any, where: str) -> Any:
+    def _process(self, index: int, st: _Node, spec: StatefulProcessSpec, df: Any,
+                 where: str) -> Any:
         from pyspark.sql import functions as F
 
         st.input_ddl = st.input_ddl or input_ddl_of(df)
+        self._check_restored(index, st, K.state_ddl(spec, st.input_ddl))
         if spec.time_column and st.time_column is None:
             st.time_column = event_time_millis(df, spec.time_column, where)
         state = st.table.read(self.spark, "/_kind=1") if st.table is not None else None
@@ -335,6 +348,28 @@ class TimedOperators:
         return self.spark.read.schema(out_struct).parquet(st.table.path(st.table.version)
                                                           + "/_kind=0")
 
+    def _check_restored(self, index: int, st: _Node, expected: str) -> None:
+        """Fail (non-recoverably) when restored state rows do not have the columns the program's
+        operator keeps: its key or input columns changed under the same uid."""
+        restored, st.restored_ddl = st.restored_ddl, ""
+        if not restored:
+            return
+        old, new = ddl_field_types(restored), ddl_field_types(expected)
+        if old == new:
+            return
+        name = K.key_column_names  # a keyed process's internal "__k0" is "key 1" to the user
+        changes = [f"{name(c)} {old[c]} -> {new[c]}" for c in old
+                   if c in new and old[c] != new[c]]
+        changes += [f"{name(c)} {old[c]} no longer present" for c in old if c not in new]
+        changes += [f"new {name(c)} {new[c]}" for c in new if c not in old]
+        raise OperatorException(
+            f"Operator '{self.names.get(index, index)}' cannot use its restored state: the state "
+            f"was written with other key or input columns than the program now has under the same "
+            f"uid ({'; '.join(changes)}). Restore with the program that took the savepoint, or "
+            "give the changed operator a new uid(): it then starts with empty state, and "
+            "--allow-non-restored-state drops the old one.", non_recoverable=True,
+            error_class="StateMigrationException")
+
     def _write(self, table: StateTable, df: Any, rows: Any, *marks: Any,
                partition_by: str | None = None, ddl: str = "") -> dict[str, Any]:
         """Write ``df`` as the next version of ``table``, observing ``rows`` (the state rows it
@@ -352,6 +387,10 @@ class TimedOperators:
             ddl = input_ddl_of(df)
         table.committed(int(seen.get("rows") or 0), ddl)
         return seen
+
+
+#: the columns a window's state rows add to its input's (``window_ops.STATE_COLUMNS``)
+_WINDOW_STATE = ", ".join(f"`{c}` bigint" for c in STATE_COLUMNS)
 
 
 def _copy_tree(source: str, target: str) -> int:

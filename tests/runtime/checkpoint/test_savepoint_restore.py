@@ -4,6 +4,7 @@ savepoint operations (trigger id -> outcome)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass
 
 import pytest
@@ -27,6 +28,8 @@ class _Vertex:
     name: str
     parallelism: int
     operator_ids: tuple[str, ...]
+    operator_names: tuple[str, ...] = ()
+    operator_state_kinds: tuple[str, ...] = ()
 
 
 @dataclass
@@ -72,6 +75,40 @@ def test_a_changed_parallelism_of_a_stateful_operator_is_refused() -> None:
                      _Vertex("win", "Window", 3, ("W", "K"))])
     with pytest.raises(CheckpointRestoreException, match="parallelism 2, the program runs it at 3"):
         map_to_job(_savepoint(), job)
+
+
+def _with_kinds(checkpoint: CompletedCheckpoint) -> CompletedCheckpoint:
+    """``_savepoint()`` as written once state kinds were recorded: A watermarks, W a window."""
+    kinds = {"A": "watermarks", "W": "window"}
+    return dataclasses.replace(checkpoint, tasks={
+        key: dataclasses.replace(t, operators=tuple(
+            dataclasses.replace(h, kind=kinds[h.operator_id]) for h in t.operators))
+        for key, t in checkpoint.tasks.items()})
+
+
+def test_state_of_another_kind_under_the_same_uid_is_refused_even_when_allowed() -> None:
+    job = _JobGraph([_Vertex("src", "Source", 1, ("S", "A"), ("Source", "Timestamps"),
+                             ("", "watermarks")),
+                     _Vertex("win", "Process -> Sink", 2, ("W", "K"), ("Process", "Sink"),
+                             ("keyed-process", ""))])
+    for allowed in (False, True):
+        with pytest.raises(CheckpointRestoreException) as info:
+            map_to_job(_with_kinds(_savepoint()), job, allow_non_restored=allowed)
+        text = str(info.value)
+        assert ("W ('Process')" in text and "written by a window operator" in text
+                and "is a KeyedProcessFunction" in text and "new uid()" in text), text
+
+
+def test_state_kinds_that_match_or_were_not_recorded_restore() -> None:
+    same = _JobGraph([_Vertex("src", "Source", 1, ("S", "A"), ("Source", "Timestamps"),
+                              ("", "watermarks")),
+                      _Vertex("win", "Window -> Sink", 2, ("W", "K"), ("Window", "Sink"),
+                              ("window", ""))])
+    assert map_to_job(_with_kinds(_savepoint()), same).task_state("win", 0) is not None
+    changed = dataclasses.replace(same, vertices=[same.vertices[0], dataclasses.replace(
+        same.vertices[1], operator_state_kinds=("keyed-process", ""))])
+    # a savepoint from before kinds were recorded: nothing to compare, the restore goes ahead
+    assert map_to_job(_savepoint(), changed).task_state("win", 1) is not None
 
 
 def test_a_finished_subtask_stays_finished_when_its_vertex_remains() -> None:

@@ -243,3 +243,54 @@ def test_a_checkpoint_whose_state_files_are_missing_fails_the_restore(
     shutil.rmtree(tmp_path / "chk-1")
     with pytest.raises(FileNotFoundError, match="of 1 rows is missing"):
         TimedOperators(spark, lambda f: f(), str(tmp_path / "attempt-1")).restore((handle,))
+
+
+def test_restored_window_state_fires_and_changed_key_columns_are_refused(
+        spark: Any, tmp_path: Path) -> None:
+    ops, node = _window_op(spark, tmp_path, TumblingEventTimeWindows.of(1000))
+    assert _epoch(ops, node, spark, [("a", 2, 100), ("b", 3, 200)], 250) == []
+    (handle,) = ops.snapshot(str(tmp_path / "chk-1"), {0: "window"})
+    assert handle.kind == "" and handle.rows == 2  # no prepare(chain): kind not known here
+
+    restored, _ = _window_op(spark, tmp_path / "attempt-1", TumblingEventTimeWindows.of(1000))
+    restored.restore((handle,))
+    fired = _epoch(restored, node, spark, [("a", 5, 300)], 1000)
+    assert [(k, n, s) for k, _, _, n, s in fired] == [("a", 2, 7), ("b", 1, 3)]
+
+    changed, _ = _window_op(spark, tmp_path / "attempt-2", TumblingEventTimeWindows.of(1000))
+    changed.restore((handle,))
+    with pytest.raises(OperatorException, match=r"k string -> bigint.*new uid\(\)") as info:
+        _epoch(changed, node, spark, [(1, 5, 300)], 1000, schema="k long, v long, ts long")
+    assert info.value.non_recoverable
+
+
+class _AlertAsList(_Alert):
+    """``_Alert`` changed: its "count" is now a list state."""
+
+    def open(self, runtime_context: Any) -> None:
+        from flintlock.api.state import ListStateDescriptor
+
+        self.count = runtime_context.get_list_state(ListStateDescriptor("count"))
+
+
+def test_keyed_state_restored_as_another_kind_fails_without_restarts(
+        spark: Any, tmp_path: Path) -> None:
+    from flintlock.runtime.spark.errors import describe_spark_error, is_analysis_error
+
+    def spec(fn: Any) -> StatefulProcessSpec:
+        return StatefulProcessSpec(("k",), SerializedFunction("alert", dumps_user_function(fn)),
+                                   "k string, fired long, count long", "ts")
+
+    ops = TimedOperators(spark, lambda f: f(), str(tmp_path / "attempt-0"))
+    _epoch(ops, ChainedNode(OperatorID.generate(), "alert", spec(_Alert())), spark,
+           [("a", 1, 100)], 250)
+    handles = ops.snapshot(str(tmp_path / "chk-1"), {0: "alert"})
+    changed = TimedOperators(spark, lambda f: f(), str(tmp_path / "attempt-1"))
+    changed.restore(handles)
+    node = ChainedNode(OperatorID.generate(), "alert", spec(_AlertAsList()))
+    with pytest.raises(Exception) as info:
+        _epoch(changed, node, spark, [("a", 1, 300)], 400)
+    cause = describe_spark_error(info.value)
+    assert "StateMigrationException" in cause and "'count' was restored as a value state" in str(
+        info.value), cause
+    assert is_analysis_error(info.value)  # no restart can fix it
