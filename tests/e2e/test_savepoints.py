@@ -187,13 +187,22 @@ def test_state_changed_under_the_same_uid_fails_the_restore_clearly(tmp_path: Pa
         assert not (tmp_path / change).exists() or _counts(tmp_path / change) == [], change
 
 
-def test_a_savepoint_path_that_does_not_exist_fails_the_job_clearly(tmp_path: Path) -> None:
-    env = _env(**{"execution.savepoint.path": str(tmp_path / "nowhere")})
+@pytest.mark.parametrize("savepoint", ["missing", "corrupt"])
+def test_a_savepoint_that_does_not_exist_or_is_corrupt_fails_the_job_clearly(
+        tmp_path: Path, savepoint: str) -> None:
+    path = tmp_path / "nowhere"
+    if savepoint == "corrupt":  # a savepoint directory whose _metadata was cut short
+        path = tmp_path / "savepoint-cut"
+        path.mkdir()
+        (path / "_metadata").write_text('{"checkpoint_id": 3, "tasks": {"v/0": {"opera')
+    env = _env(**{"execution.savepoint.path": str(path)})
     _program(env, tmp_path / "out", rate=3000)
     with pytest.raises(JobExecutionException) as info:
         env.execute("no savepoint")
     text = str(info.value) + str(info.value.__cause__)
-    assert "does not exist" in text and "nowhere" in text, text
+    cause = "does not exist" if savepoint == "missing" else "is not checkpoint metadata"
+    assert cause in text and path.name in text, text
+    assert not (tmp_path / "out").exists() or _counts(tmp_path / "out") == []
 
 
 def _hourly_counts(env: StreamExecutionEnvironment, out: Path, rate: int = 100) -> None:

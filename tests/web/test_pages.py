@@ -376,12 +376,12 @@ def test_checkpoints_tab_shows_counts_history_summary_and_configuration(
         return str(_module(page, "format.js", f"m.time({ms})"))
 
     assert [rows.nth(i).locator("td").all_inner_texts() for i in range(4)] == [
-        ["5", "IN_PROGRESS", "Checkpoint", "1/2", t(T0 + 50_000), t(T0 + 50_400), "400ms",
+        ["\u25b8 5", "IN_PROGRESS", "Checkpoint", "1/2", t(T0 + 50_000), t(T0 + 50_400), "400ms",
          "512 B", "-"],
-        ["4", "FAILED", "Checkpoint", "1/2", t(T0 + 40_000), "-", "10m 0s", "0 B", "-"],
-        ["3", "COMPLETED", "Savepoint", "2/2", t(T0 + 30_000), t(T0 + 31_500), "1.50s",
+        ["\u25b8 4", "FAILED", "Checkpoint", "1/2", t(T0 + 40_000), "-", "10m 0s", "0 B", "-"],
+        ["\u25b8 3", "COMPLETED", "Savepoint", "2/2", t(T0 + 30_000), t(T0 + 31_500), "1.50s",
          "3.00 MB", savepoint_path],
-        ["2", "COMPLETED", "Checkpoint", "2/2", t(T0 + 20_000), t(T0 + 20_850), "850ms",
+        ["\u25b8 2", "COMPLETED", "Checkpoint", "2/2", t(T0 + 20_000), t(T0 + 20_850), "850ms",
          "1.50 KB", f"file:/tmp/chk/{JID}/chk-2"],
     ]
     failure = page.locator("[data-testid=checkpoint-failure]")  # the failed row's message
@@ -417,6 +417,61 @@ def test_checkpoints_tab_shows_counts_history_summary_and_configuration(
     done["now"] = True  # the page refreshes like the others
     expect(rows.first).to_have_attribute("data-status", "COMPLETED")
     expect(rows.first.locator("td").nth(3)).to_have_text("2/2")
+
+
+def _task(acked: int, ack: int, e2e: int, size: int) -> dict[str, Any]:
+    """One vertex of a ``<checkpoint>``'s "tasks" (Flink ``TaskCheckpointStatistics``)."""
+    return {"id": 7, "status": "COMPLETED", "latest_ack_timestamp": ack, "checkpointed_size": size,
+            "state_size": size, "end_to_end_duration": e2e, "alignment_buffered": 0,
+            "processed_data": 0, "persisted_data": 0, "num_subtasks": 2,
+            "num_acknowledged_subtasks": acked}
+
+
+def test_a_checkpoint_expands_to_its_operators_and_an_operator_to_its_subtasks(
+        open_page: Callable[..., Any]) -> None:
+    job = {**_job(), "vertices": [{"id": "v1", "name": "Source: rows"},
+                                  {"id": "v2", "name": "Window -> Sink: out"}]}
+    checkpoint = _checkpoint(7, "COMPLETED", T0, T0 + 2_400, 2_400, 3 * 1024 * 1024,
+                             external_path="file:/tmp/chk-7", discarded=False, tasks={
+                                 "v1": _task(2, T0 + 300, 300, 0),
+                                 "v2": _task(1, T0 + 2_400, 2_400, 3 * 1024 * 1024)})
+    subtasks = {"id": 7, "status": "COMPLETED", "subtasks": [
+        {"className": "completed", "index": 0, "status": "completed", "ack_timestamp": T0 + 2_400,
+         "end_to_end_duration": 2_400, "state_size": 3 * 1024 * 1024,
+         "checkpointed_size": 3 * 1024 * 1024, "checkpoint": {"sync": 2_400, "async": 0},
+         "alignment": {"buffered": 0, "processed": 0, "persisted": 0, "duration": 0},
+         "start_delay": 0, "unaligned_checkpoint": False, "aborted": False},
+        {"className": "pending", "index": 1, "status": "pending_or_failed"}]}
+    details = f"jobs/{JID}/checkpoints/details/7/subtasks/v2"
+    page, site = open_page({f"jobs/{JID}": job, f"jobs/{JID}/checkpoints": _stats([checkpoint]),
+                            f"jobs/{JID}/checkpoints/config": _checkpoint_config(),
+                            details: subtasks}, f"#/jobs/{JID}/checkpoints")
+    expect(page.locator("[data-testid=checkpoint-details]")).to_have_count(0)
+    page.locator("[data-testid=checkpoint-expand]").click()
+    operators = page.locator("[data-testid=checkpoint-operator]")
+    expect(operators).to_have_count(2)
+    t = str(_module(page, "format.js", f"m.time({T0 + 2_400})"))
+    assert [operators.nth(i).locator("td").all_inner_texts() for i in range(2)] == [
+        ["\u25b8 Source: rows", "2/2", str(_module(page, "format.js", f"m.time({T0 + 300})")),
+         "300ms", "0 B", "0 B"],
+        ["\u25b8 Window -> Sink: out", "1/2", t, "2.40s", "3.00 MB", "3.00 MB"]]
+    assert not any(r.startswith(f"GET {details}") for r in site.requests)  # fetched when opened
+
+    operators.nth(1).locator("[data-testid=checkpoint-operator-expand]").click()
+    rows = page.locator("[data-testid=checkpoint-subtask]")
+    expect(rows).to_have_count(2)
+    assert rows.nth(0).locator("td").all_inner_texts() == [
+        "0", "Yes", t, "2.40s", "3.00 MB", "3.00 MB", "2.40s", "0ms", "0ms", "0ms"]
+    expect(rows.nth(1)).to_have_attribute("data-status", "pending_or_failed")
+    expect(rows.nth(1)).to_contain_text("Not acknowledged")
+    # what is expanded survives the page's refreshes (each fetches the subtasks again)
+    fetched = site.requests.count(f"GET {details}")
+    with page.expect_response(lambda response: response.url.endswith(details)):
+        pass  # the next refresh
+    assert site.requests.count(f"GET {details}") > fetched
+    expect(rows).to_have_count(2)
+    page.locator("[data-testid=checkpoint-expand]").click()  # collapse the checkpoint
+    expect(page.locator("[data-testid=checkpoint-operators]")).to_have_count(0)
 
 
 def test_a_batch_job_says_checkpointing_is_not_enabled(open_page: Callable[..., Any]) -> None:

@@ -105,6 +105,8 @@ export const api = {
   jobExceptions: (jid) => getJSON(`jobs/${seg(jid)}/exceptions?maxExceptions=20`),
   jobCheckpoints: (jid) => getJSON(`jobs/${seg(jid)}/checkpoints`),
   jobCheckpointConfig: (jid) => getJSON(`jobs/${seg(jid)}/checkpoints/config`),
+  jobCheckpointSubtasks: (jid, cid, vid) =>
+    getJSON(`jobs/${seg(jid)}/checkpoints/details/${seg(cid)}/subtasks/${seg(vid)}`),
   vertex: (jid, vid) => getJSON(`jobs/${seg(jid)}/vertices/${seg(vid)}`),
   backpressure: (jid, vid) => getJSON(`jobs/${seg(jid)}/vertices/${seg(vid)}/backpressure`),
   subtaskTimes: (jid, vid) => getJSON(`jobs/${seg(jid)}/vertices/${seg(vid)}/subtasktimes`),

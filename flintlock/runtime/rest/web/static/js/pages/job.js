@@ -133,7 +133,7 @@ export default {
     let body;
     if (tab === "exceptions") body = await exceptionsView(job, ctx);
     else if (tab === "timeline") body = await timelineView(job);
-    else if (tab === "checkpoints") body = await checkpointsView(job);
+    else if (tab === "checkpoints") body = await checkpointsView(job, ctx);
     else if (tab === "configuration") body = await configurationTab(job);
     else body = await overviewTab(job, ctx);
     return h("div", { "data-testid": "job-page", dataset: { jid: job.jid, state: job.state } },

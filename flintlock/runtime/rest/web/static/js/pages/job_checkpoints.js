@@ -3,21 +3,19 @@
 // Summary (of the completed checkpoints) and Configuration. Reads GET /jobs/:jobid/checkpoints
 // (Flink's CheckpointingStatistics) and GET /jobs/:jobid/checkpoints/config (CheckpointConfigInfo,
 // 404 for a job that does not checkpoint, such as a BATCH job). Timestamps are epoch ms, durations
-// ms, sizes bytes; -1 is "none yet".
+// ms, sizes bytes; -1 is "none yet". A history row expands to the checkpoint's operators, and an
+// operator to its subtasks (job_checkpoint_details.js).
 import { api } from "../api.js";
 import { card, h, keyValues, table } from "../dom.js";
 import { bytes, duration, time } from "../format.js";
+import {
+  checkpointDuration, expander, fetchSubtasks, isExpanded, operatorsView,
+} from "./job_checkpoint_details.js";
 
 // Flink's "no periodic checkpoints" interval is Long.MAX_VALUE, which JSON.parse rounds.
 const NO_INTERVAL = Number.MAX_SAFE_INTEGER;
 
 const STATUS_CLASS = { IN_PROGRESS: "running", COMPLETED: "finished", FAILED: "failed" };
-
-// A checkpoint's duration: format.js's, but with centiseconds below a minute ("1.18s", not "1s").
-function checkpointDuration(ms) {
-  return typeof ms === "number" && ms >= 1000 && ms < 60_000 ? `${(ms / 1000).toFixed(2)}s`
-    : duration(ms);
-}
 
 function statusBadge(status) {
   const text = String(status || "UNKNOWN");
@@ -91,12 +89,13 @@ function latestView(latest) {
 const HISTORY_COLUMNS = ["ID", "Status", "Type", "Acknowledged", "Trigger time",
   "Latest acknowledgement", "End-to-end duration", "State size", "Path"];
 
-// A checkpoint's row; a failed one is followed by a row with its failure message.
-function historyRows(c) {
+// A checkpoint's row; a failed one is followed by a row with its failure message, an expanded one
+// by its operators.
+function historyRows(c, job, ctx, subtasks) {
   const savepoint = c.is_savepoint || c.checkpoint_type === "SAVEPOINT";
   const row = h("tr", { "data-testid": "checkpoint-row",
     dataset: { checkpointId: text(c.id), status: text(c.status) } },
-  h("td", { class: "num" }, text(c.id)),
+  h("td", { class: "num" }, expander(ctx, `c${c.id}`, text(c.id), "checkpoint-expand")),
   h("td", null, statusBadge(c.status)),
   h("td", null, kind(savepoint)),
   h("td", { class: "num" }, `${text(c.num_acknowledged_subtasks)}/${text(c.num_subtasks)}`),
@@ -105,12 +104,20 @@ function historyRows(c) {
   h("td", { class: "num" }, checkpointDuration(c.end_to_end_duration)),
   h("td", { class: "num" }, bytes(c.state_size)),
   h("td", { class: "wrap" }, path(c.external_path)));
-  if (c.status !== "FAILED") return [row];
-  return [row, h("tr", { class: "checkpoint-failure", "data-testid": "checkpoint-failure",
-    dataset: { checkpointId: text(c.id) } },
-  h("td", { colspan: HISTORY_COLUMNS.length },
-    h("span", { class: "muted" }, `Failed ${time(c.failure_timestamp)}: `),
-    failureMessage(c.failure_message)))];
+  const rows = [row];
+  if (c.status === "FAILED") {
+    rows.push(h("tr", { class: "checkpoint-failure", "data-testid": "checkpoint-failure",
+      dataset: { checkpointId: text(c.id) } },
+    h("td", { colspan: HISTORY_COLUMNS.length },
+      h("span", { class: "muted" }, `Failed ${time(c.failure_timestamp)}: `),
+      failureMessage(c.failure_message))));
+  }
+  if (isExpanded(ctx, `c${c.id}`)) {
+    rows.push(h("tr", { class: "nested-row", "data-testid": "checkpoint-details",
+      dataset: { checkpointId: text(c.id) } },
+    h("td", { colspan: HISTORY_COLUMNS.length }, operatorsView(c, job, ctx, subtasks))));
+  }
+  return rows;
 }
 
 const SUMMARY_ROWS = [
@@ -180,18 +187,19 @@ async function checkpointConfig(jid) {
   }
 }
 
-export async function checkpointsView(job) {
+export async function checkpointsView(job, ctx) {
   const [stats, config] = await Promise.all([api.jobCheckpoints(job.jid),
     checkpointConfig(job.jid)]);
   const counts = stats.counts || {};
   const history = stats.history || [];
+  const subtasks = await fetchSubtasks(job.jid, history, ctx);
   if (!config && !history.length) {
     return h("div", { "data-testid": "checkpoints" }, card("Checkpoints", disabledNotice()));
   }
   return h("div", { "data-testid": "checkpoints" },
     card("Overview", countsView(counts), latestView(stats.latest)),
     card(`History (${history.length} of ${text(counts.total)}, newest first)`,
-      table(HISTORY_COLUMNS, history.flatMap(historyRows),
+      table(HISTORY_COLUMNS, history.flatMap((c) => historyRows(c, job, ctx, subtasks)),
         { "data-testid": "checkpoint-history" })),
     card("Summary of the completed checkpoints", summaryView(stats.summary, counts.completed)),
     card("Configuration", config ? configView(config) : disabledNotice()));
