@@ -87,15 +87,22 @@ def register(cli: click.Group) -> None:
 
     @cluster.command("start")
     @click.option("--taskmanagers", "-n", type=click.IntRange(min=1), default=1, show_default=True)
+    @click.option("--jobmanagers", type=click.IntRange(min=1), default=1, show_default=True,
+                  help="JobManagers to start: one leads, the others stand by and take over when "
+                       "it dies (high availability; FILE under the state directory unless "
+                       "high-availability.type is set).")
     @_dynamic
     @_exit_on_client_errors
-    def cluster_start(taskmanagers: int, dynamic: tuple[str, ...]) -> None:
-        """Start a JobManager and N TaskManagers in the background."""
+    def cluster_start(taskmanagers: int, jobmanagers: int, dynamic: tuple[str, ...]) -> None:
+        """Start JobManagers and N TaskManagers in the background."""
         from flintlock.client.standalone_cluster import start_cluster
 
-        info = start_cluster(_configuration(dynamic), list(dynamic), taskmanagers)
+        info = start_cluster(_configuration(dynamic), list(dynamic), taskmanagers,
+                             job_managers=jobmanagers)
+        managers = (f"RPC port {info.rpc_port}" if info.job_managers == 1 else
+                    f"{info.job_managers} JobManagers (one leads)")
         click.echo(
-            f"Cluster started: REST http://127.0.0.1:{info.rest_port}, RPC port {info.rpc_port}, "
+            f"Cluster started: REST http://127.0.0.1:{info.rest_port}, {managers}, "
             f"{info.task_managers} TaskManager(s); logs in {info.state_dir / 'log'}"
         )
 

@@ -13,8 +13,10 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from flintlock.client.job_client import PollingJobClient, wait_for_savepoint
 from flintlock.client.rest_cluster_client import RestClusterClient
@@ -75,16 +77,51 @@ def _rest_port(configuration: Configuration) -> int:
         return int(configuration.get(REST_PORT))
 
 
+def _leader_of(configuration: Configuration) -> Callable[[], tuple[str, int] | None] | None:
+    """With high availability (configured, or a cluster started from the state directory with
+    several JobManagers) and no explicit ``rest.address`` / ``rest.port``: a function giving the
+    leading JobManager's REST (host, port), None while none is known (Flink's REST leader
+    retrieval); else None."""
+    if configuration.contains(REST_ADDRESS) or (
+            configuration.contains(REST_PORT) and int(configuration.get(REST_PORT)) != 0):
+        return None
+    from flintlock.client.standalone_cluster import LEADER_DIRECTORY_FILE, leader_rest_endpoint
+    from flintlock.runtime.highavailability.file_services import read_leader
+    from flintlock.runtime.highavailability.services import create_ha_services
+
+    ha = create_ha_services(configuration)
+    if ha is not None:
+        def from_directory() -> tuple[str, int] | None:
+            leader = read_leader(ha.directory)
+            url = urlsplit(leader.addresses.get("rest", "")) if leader is not None else None
+            return (url.hostname, url.port) if url and url.hostname and url.port else None
+
+        return from_directory
+    state = cluster_state_dir(configuration)
+    if (state / LEADER_DIRECTORY_FILE).exists():
+        return lambda: leader_rest_endpoint(state)
+    return None
+
+
+def _rest_endpoint(configuration: Configuration) -> tuple[str, int]:
+    """(host, port) of the REST server to talk to: the leader's with high availability (when
+    one is known), else ``rest.address`` and ``_rest_port``."""
+    leader = _leader_of(configuration)
+    endpoint = leader() if leader is not None else None
+    return endpoint or (configuration.get(REST_ADDRESS), _rest_port(configuration))
+
+
 def rest_url(configuration: Configuration) -> str:
-    """``http://<rest.address>:<port>`` of the cluster this configuration reaches."""
-    return f"http://{configuration.get(REST_ADDRESS)}:{_rest_port(configuration)}"
+    """``http://<host>:<port>`` of the cluster this configuration reaches."""
+    host, port = _rest_endpoint(configuration)
+    return f"http://{host}:{port}"
 
 
 def rest_client_for(configuration: Configuration) -> RestClusterClient:
-    return RestClusterClient(
-        configuration.get(REST_ADDRESS), _rest_port(configuration), _secret(configuration),
-        configuration.get(CLIENT_TIMEOUT),
-    )
+    """A client of the configured cluster; with high availability it follows the leader."""
+    host, port = _rest_endpoint(configuration)
+    return RestClusterClient(host, port, _secret(configuration),
+                             configuration.get(CLIENT_TIMEOUT), leader=_leader_of(configuration))
 
 
 def submit_remote(job_graph: JobGraph, configuration: Configuration, show_progress: bool) -> RemoteJobClient:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import base64
 import json
 import platform
+import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -30,6 +32,9 @@ from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.taskmanager.task_execution_state import SerializedError
 
 __all__ = ["ClusterNotReachableException", "RestClientException", "RestClusterClient"]
+
+#: how often a client whose leader is unreachable looks for the next one (s)
+_LEADER_POLL_S = 0.2
 
 
 class ClusterNotReachableException(FlintlockException):
@@ -66,15 +71,41 @@ class RestClusterClient:
         secret: the cluster secret, needed to submit jobs, take savepoints and stop jobs.
         timeout_s: per-request timeout (``client.timeout``).
         transport: the httpx transport (tests pass an ``httpx.MockTransport``); default: HTTP.
+        leader: with high availability, returns the leading JobManager's REST (host, port)
+            (None while none is known): a request that cannot connect asks it again and retries
+            at the new leader for up to ``timeout_s`` (Flink's RestClusterClient follows the
+            REST leader the same way). Only connection failures are retried, so nothing is sent
+            twice.
     """
 
     def __init__(self, address: str, port: int, secret: str | None = None,
-                 timeout_s: float = 60.0, transport: httpx.BaseTransport | None = None) -> None:
+                 timeout_s: float = 60.0, transport: httpx.BaseTransport | None = None,
+                 leader: Callable[[], tuple[str, int] | None] | None = None) -> None:
+        self._secret = secret
+        self._timeout_s = timeout_s
+        self._transport = transport
+        self._leader = leader
+        self._connect(address, port)
+
+    def _connect(self, address: str, port: int) -> None:
         self.address = address
         self.port = port
         self.base_url = f"http://{address}:{port}"
-        self._secret = secret
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s, transport=transport)
+        self._http = httpx.Client(base_url=self.base_url, timeout=self._timeout_s,
+                                  transport=self._transport)
+
+    def _follow_leader(self, deadline: float) -> bool:
+        """After a failed connection: whether to try again (before ``deadline``, with a leader
+        to follow), at the current leader's REST (it may have moved, or be the same address
+        served by the next leader)."""
+        if self._leader is None or time.monotonic() >= deadline:
+            return False
+        time.sleep(_LEADER_POLL_S)
+        endpoint = self._leader()
+        if endpoint is not None and endpoint != (self.address, self.port):
+            self._http.close()
+            self._connect(*endpoint)
+        return True
 
     def close(self) -> None:
         self._http.close()
@@ -89,16 +120,24 @@ class RestClusterClient:
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         url = f"/v1{path}"
-        try:
-            response = self._http.request(method, url, **kwargs)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise ClusterNotReachableException(
-                f"No flintlock cluster is reachable at {self.base_url} ({exc}). Start one with "
-                "`flintlock cluster start`, or point the client at yours with -m host:port "
-                "(rest.address / rest.port)."
-            ) from None
-        except httpx.HTTPError as exc:
-            raise ClusterNotReachableException(f"Request to {self.base_url}{url} failed: {exc}") from None
+        deadline = time.monotonic() + self._timeout_s
+        while True:
+            try:
+                response = self._http.request(method, url, **kwargs)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                if self._follow_leader(deadline):
+                    continue  # nothing was sent: safe to send again to the new leader
+                raise ClusterNotReachableException(
+                    f"No flintlock cluster is reachable at {self.base_url} ({exc}). Start one "
+                    "with `flintlock cluster start`, or point the client at yours with -m "
+                    "host:port (rest.address / rest.port)."
+                ) from None
+            except httpx.HTTPError as exc:
+                raise ClusterNotReachableException(
+                    f"Request to {self.base_url}{url} failed: {exc}") from None
+            return self._answer(response, url)
+
+    def _answer(self, response: httpx.Response, url: str) -> Any:
         if response.status_code >= 400:
             try:
                 errors = list(response.json().get("errors", []))

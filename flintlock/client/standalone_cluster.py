@@ -1,7 +1,7 @@
 """``flintlock cluster start|stop``: a standalone session cluster on this machine.
 
-Like Flink's ``start-cluster.sh`` / ``stop-cluster.sh``: one JobManager and N TaskManagers as
-background processes. Everything lives in the state directory (``cluster.state-dir``, default
+Like Flink's ``start-cluster.sh`` / ``stop-cluster.sh``: one JobManager (or several, one leading
+and the others standing by, with high availability) and N TaskManagers as background processes. Everything lives in the state directory (``cluster.state-dir``, default
 ``~/.flintlock/cluster``): ``<name>.pid``, ``<name>.port`` (JSON with the bound ports), ``log/<name>.log``
 and ``secret`` (mode 0600; the cluster secret, generated when ``security.cluster.secret`` is unset).
 Each daemon runs in its own session (process group), so ``stop`` also ends its Spark JVM.
@@ -19,17 +19,28 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from flintlock.client.remote import cluster_state_dir
 from flintlock.client.rest_cluster_client import RestClusterClient
 from flintlock.config import Configuration
-from flintlock.config.options import CLUSTER_SECRET, LOG_DIR, TM_CPU_CORES
+from flintlock.config.options import CLUSTER_SECRET, HA_TYPE, LOG_DIR, TM_CPU_CORES
 from flintlock.exceptions import FlintlockException
 from flintlock.runtime.entrypoint.common import SECRET_ENV
+from flintlock.runtime.highavailability.file_services import read_leader
+from flintlock.runtime.highavailability.services import (
+    HighAvailabilityConfigurationException,
+    create_ha_services,
+)
+
+#: in the state directory: the HA directory whose leader file names the leading JobManager
+LEADER_DIRECTORY_FILE = "ha-directory"
 
 __all__ = [
+    "LEADER_DIRECTORY_FILE",
     "ClusterInfo",
     "StandaloneClusterException",
+    "leader_rest_endpoint",
     "running_cluster_rest_port",
     "start_cluster",
     "stop_cluster",
@@ -46,6 +57,7 @@ class ClusterInfo:
     rest_port: int
     rpc_port: int
     task_managers: int
+    job_managers: int = 1
 
 
 def _alive(pid: int) -> bool:
@@ -124,13 +136,56 @@ def _cpu_share(configuration: Configuration, task_managers: int) -> list[str]:
     return ["-D", f"taskmanager.cpu.cores={max(1, (os.cpu_count() or 1) // task_managers)}"]
 
 
+def _high_availability(configuration: Configuration, dynamic: list[str], state: Path,
+                       job_managers: int) -> tuple[list[str], str | None]:
+    """The ``-D`` settings several JobManagers need, and the HA directory whose leader file
+    names the leader (None without high availability). With more than one JobManager and no
+    ``high-availability.type``, FILE high availability under ``<state>/ha`` is configured;
+    several JobManagers bind any free RPC port (TaskManagers find the leader's)."""
+    extra: list[str] = []
+    if job_managers > 1 and configuration.get(HA_TYPE) == "NONE":
+        extra += ["-D", "high-availability.type=FILE",
+                  "-D", f"high-availability.storageDir={state / 'ha'}"]
+    if job_managers > 1 and not any(d.startswith("jobmanager.rpc.port=") for d in dynamic):
+        extra += ["-D", "jobmanager.rpc.port=0"]
+    effective = configuration.copy().add_all(dict(
+        extra[i + 1].split("=", 1) for i in range(0, len(extra), 2)))
+    try:
+        ha = create_ha_services(effective)
+    except HighAvailabilityConfigurationException as exc:
+        raise StandaloneClusterException(str(exc)) from None
+    return extra, None if ha is None else ha.directory
+
+
+def _wait_for_leader(directory: str, started: list[tuple[str, subprocess.Popen[bytes]]],
+                     state: Path, timeout_s: float) -> tuple[str, int]:
+    """(host, port) of the leading JobManager's REST server, once one leads."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        leader = read_leader(directory)
+        if leader is not None and "rest" in leader.addresses:
+            url = urlsplit(leader.addresses["rest"])
+            if url.hostname and url.port:
+                return url.hostname, url.port
+        if all(proc.poll() is not None for _, proc in started):
+            raise StandaloneClusterException(
+                f"every JobManager exited during start-up; see the logs in {state / 'log'}")
+        time.sleep(0.05)
+    raise StandaloneClusterException(
+        f"no JobManager became the leader within {timeout_s:.0f} s; see the logs in "
+        f"{state / 'log'}")
+
+
 def start_cluster(configuration: Configuration, dynamic: list[str], task_managers: int,
-                  timeout_s: float = 180.0) -> ClusterInfo:
-    """Start a JobManager and ``task_managers`` TaskManagers; return once all registered.
+                  timeout_s: float = 180.0, job_managers: int = 1) -> ClusterInfo:
+    """Start ``job_managers`` JobManagers (one leads, the others stand by; more than one needs
+    high availability, which defaults to FILE under the state directory) and ``task_managers``
+    TaskManagers; return once all TaskManagers registered at the leader.
 
     Raises:
         StandaloneClusterException: a cluster is already running from this state directory, a
-            process died during start-up, or the TaskManagers did not register in time.
+            process died during start-up, the high-availability settings are incomplete, or
+            the TaskManagers did not register in time.
     """
     state = cluster_state_dir(configuration)
     state.mkdir(parents=True, exist_ok=True)
@@ -147,20 +202,31 @@ def start_cluster(configuration: Configuration, dynamic: list[str], task_manager
     if configuration.get(LOG_DIR) is None and not any(d.startswith("env.log.dir=") for d in dynamic):
         # keep process and task logs with the cluster's state (served by REST, kept after stop)
         d_args += ["-D", f"env.log.dir={state / 'log'}"]
+    ha_args, ha_directory = _high_availability(configuration, dynamic, state, job_managers)
+    d_args += ha_args
+    (state / LEADER_DIRECTORY_FILE).unlink(missing_ok=True)
     started: list[subprocess.Popen[bytes]] = []
     try:
-        jm = _spawn("jobmanager", ["jobmanager", *d_args], state, secret)
-        started.append(jm)
-        ports = _wait_for_port_file("jobmanager", jm, state, 60)
-        tm_args = [*d_args, "-D", f"jobmanager.rpc.port={ports['rpc_port']}",
-                   *_cpu_share(configuration, task_managers)]
+        masters = [(name, _spawn(name, ["jobmanager", *d_args], state, secret))
+                   for name in _job_manager_names(job_managers)]
+        started += [proc for _, proc in masters]
+        if ha_directory is None:
+            ports = _wait_for_port_file("jobmanager", masters[0][1], state, 60)
+            host, rest_port = "127.0.0.1", int(ports["rest_port"])
+            tm_args = [*d_args, "-D", f"jobmanager.rpc.port={ports['rpc_port']}"]
+        else:  # TaskManagers and clients follow the leader's file
+            (state / LEADER_DIRECTORY_FILE).write_text(ha_directory)
+            host, rest_port = _wait_for_leader(ha_directory, masters, state, 60)
+            ports = {"rpc_port": 0, "rest_port": rest_port}
+            tm_args = list(d_args)
+        tm_args += _cpu_share(configuration, task_managers)
         for i in range(task_managers):
             started.append(_spawn(f"taskmanager-{i}", ["taskmanager", *tm_args], state, secret))
-        client = RestClusterClient("127.0.0.1", int(ports["rest_port"]), secret)
+        client = RestClusterClient(host, rest_port, secret)
         deadline = time.monotonic() + timeout_s
         registered = 0
         while time.monotonic() < deadline:
-            for i, proc in enumerate(started[1:]):
+            for i, proc in enumerate(started[job_managers:]):
                 if proc.poll() is not None:
                     raise StandaloneClusterException(
                         f"taskmanager-{i} exited with code {proc.returncode}; see "
@@ -179,7 +245,26 @@ def start_cluster(configuration: Configuration, dynamic: list[str], task_manager
     except BaseException:
         _terminate(state)
         raise
-    return ClusterInfo(state, int(ports["rest_port"]), int(ports["rpc_port"]), task_managers)
+    return ClusterInfo(state, rest_port, int(ports["rpc_port"]), task_managers, job_managers)
+
+
+def _job_manager_names(n: int) -> list[str]:
+    """``jobmanager`` (the first, as without high availability), ``jobmanager-1``, ..."""
+    return ["jobmanager", *(f"jobmanager-{i}" for i in range(1, n))]
+
+
+def leader_rest_endpoint(state: Path) -> tuple[str, int] | None:
+    """(host, port) of the leading JobManager's REST server of a cluster started from ``state``
+    with high availability (its leader file), else None."""
+    try:
+        directory = (state / LEADER_DIRECTORY_FILE).read_text().strip()
+    except OSError:
+        return None
+    leader = read_leader(directory) if directory else None
+    if leader is None or "rest" not in leader.addresses:
+        return None
+    url = urlsplit(leader.addresses["rest"])
+    return (url.hostname, url.port) if url.hostname and url.port else None
 
 
 def _read_pid(path: Path) -> int | None:
@@ -190,8 +275,13 @@ def _read_pid(path: Path) -> int | None:
 
 
 def running_cluster_rest_port(state: Path) -> int | None:
-    """The REST port of the JobManager started from ``state`` when it is still running (a live pid
-    in ``jobmanager.pid`` and a readable ``jobmanager.port``), else ``None``."""
+    """The REST port of the (leading) JobManager started from ``state`` when it is still running
+    (a live pid in ``jobmanager.pid`` and a readable ``jobmanager.port``, or with high
+    availability a live JobManager and the leader's file), else ``None``."""
+    if (state / LEADER_DIRECTORY_FILE).exists():
+        alive = any((pid := _read_pid(p)) and _alive(pid) for p in state.glob("jobmanager*.pid"))
+        endpoint = leader_rest_endpoint(state) if alive else None
+        return endpoint[1] if endpoint else None
     pid = _read_pid(state / "jobmanager.pid")
     ports = _read_json(state / "jobmanager.port") if pid and _alive(pid) else None
     try:

@@ -306,6 +306,46 @@ SAVEPOINT_IGNORE_UNCLAIMED = option(
 SPARK_REMOTE = option("spark.remote", None, _str,
                       "Spark Connect URL (sc://host:15002); default: an embedded local[cores] server.")
 
+# ---- high availability (issue 13; Flink HighAvailabilityOptions, JobResultStoreOptions) ----------
+HA_TYPE = option(
+    "high-availability.type", "NONE", _enum("NONE", "ZOOKEEPER", "FILE"),
+    "NONE; ZOOKEEPER (leader election and the job stores' pointers in ZooKeeper, data in "
+    "high-availability.storageDir); FILE (one host: a lock file and the stores under "
+    "high-availability.storageDir, for laptops and tests).",
+    ("high-availability", "recovery.mode"))
+HA_STORAGE_DIR = option(
+    "high-availability.storageDir", None, _str,
+    "Where submitted JobGraphs, the leader's address (FILE) and job results are kept; required "
+    "with high availability. Every JobManager of the cluster must see the same directory.",
+    ("high-availability.zookeeper.storageDir",))
+HA_CLUSTER_ID = option(
+    "high-availability.cluster-id", "/default", _str,
+    "Separates clusters sharing one ZooKeeper ensemble or storage directory.")
+HA_ZK_QUORUM = option("high-availability.zookeeper.quorum", None, _str,
+                      "host:port[,host:port...] of the ZooKeeper ensemble.")
+HA_ZK_ROOT = option("high-availability.zookeeper.path.root", "/flink", _str,
+                    "ZooKeeper root node under which each cluster-id keeps its nodes.")
+HA_ZK_SESSION_TIMEOUT = option(
+    "high-availability.zookeeper.client.session-timeout", 60.0, duration,
+    "ZooKeeper session timeout (a bare number is ms): a leader whose session expired loses "
+    "leadership.")
+HA_ZK_CONNECTION_TIMEOUT = option(
+    "high-availability.zookeeper.client.connection-timeout", 15.0, duration,
+    "How long to wait for a ZooKeeper connection (a bare number is ms).")
+HA_ZK_RETRY_WAIT = option("high-availability.zookeeper.client.retry-wait", 5.0, duration,
+                          "Pause between ZooKeeper connection attempts (a bare number is ms).")
+HA_ZK_MAX_RETRIES = option("high-availability.zookeeper.client.max-retry-attempts", 3, pos_int,
+                           "ZooKeeper connection attempts before giving up.")
+JOB_RESULT_STORE_PATH = option(
+    "job-result-store.storage-path", None, _str,
+    "Where job results are stored (default: <high-availability.storageDir>/job-result-store/"
+    "<cluster-id>).")
+JOB_RESULT_STORE_DELETE_ON_COMMIT = option(
+    "job-result-store.delete-on-commit", False, _bool,
+    "Delete a job's result entry once its cleanup finished, instead of keeping it as "
+    "<job id>.json. Flink deletes by default; flintlock keeps them, because a new leader lists "
+    "the jobs that finished under the previous one from these entries.")
+
 # ---- REST / client -----------------------------------------------------------------------------------
 REST_ADDRESS = option("rest.address", "localhost", _str, "Where clients find the REST server.")
 REST_PORT = option("rest.port", 8081, nonneg_int, "REST port.", ("web.port",))

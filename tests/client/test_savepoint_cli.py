@@ -104,9 +104,10 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeClu
         fake = FakeCluster(endpoint, _forwarding_transport(test_client), tmp_path)
 
         def rest_cluster_client(address: str, port: int, secret: str | None = None,
-                                timeout_s: float = 60.0) -> RestClusterClient:
+                                timeout_s: float = 60.0, leader: Any = None) -> RestClusterClient:
             fake.clients.append((address, port, secret))
-            return RestClusterClient(address, port, secret, timeout_s, transport=fake.transport)
+            return RestClusterClient(address, port, secret, timeout_s, transport=fake.transport,
+                                     leader=leader)
 
         monkeypatch.setattr(remote, "RestClusterClient", rest_cluster_client)
         try:
@@ -184,9 +185,9 @@ def test_savepoint_without_a_cluster_exits_1(tmp_path: Path, monkeypatch: pytest
         raise httpx.ConnectError("connection refused", request=request)
 
     def rest_cluster_client(address: str, port: int, secret: str | None = None,
-                            timeout_s: float = 60.0) -> RestClusterClient:
+                            timeout_s: float = 60.0, leader: Any = None) -> RestClusterClient:
         return RestClusterClient(address, port, secret, timeout_s,
-                                 transport=httpx.MockTransport(refuse))
+                                 transport=httpx.MockTransport(refuse), leader=leader)
 
     monkeypatch.setattr(remote, "RestClusterClient", rest_cluster_client)
     result = CliRunner().invoke(cli, ["savepoint", "-m", "127.0.0.1:1", str(JOB)])

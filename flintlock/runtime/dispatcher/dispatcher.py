@@ -28,6 +28,11 @@ from flintlock.runtime.dispatcher.exceptions import (
     JobSubmissionException,
 )
 from flintlock.runtime.dispatcher.gateway import ClusterOverview
+from flintlock.runtime.dispatcher.job_persistence import (
+    JobPersistence,
+    RecoveredJobs,
+    archived_from_entry,
+)
 from flintlock.runtime.dispatcher.savepoint_operations import SavepointOperations
 from flintlock.runtime.executiongraph.archived import (
     ArchivedExecutionGraph,
@@ -102,6 +107,10 @@ class Dispatcher(RpcEndpoint):
         job_master_factory: builds a JobMaster from keyword arguments (tests replace it).
         max_completed_jobs: how many finished jobs stay queryable (oldest dropped first).
         on_shutdown_requested: called when a client asks to shut the cluster down.
+        persistence: with high availability, the JobGraph store and JobResultStore
+            (``job_persistence``): jobs are stored before they start and their results recorded.
+        recovered: with high availability, what this leader recovered: its jobs start with the
+            Dispatcher, unreadable ones are listed as FAILED, finished ones as they ended.
     """
 
     def __init__(
@@ -114,6 +123,8 @@ class Dispatcher(RpcEndpoint):
         max_completed_jobs: int = 1000,
         on_shutdown_requested: Callable[[], None] | None = None,
         endpoint_id: str = "dispatcher",
+        persistence: JobPersistence | None = None,
+        recovered: RecoveredJobs | None = None,
     ) -> None:
         super().__init__(endpoint_id, clock)
         self._rpc = rpc_service
@@ -129,7 +140,29 @@ class Dispatcher(RpcEndpoint):
         self._stopping: dict[JobID, Any] = {}
         #: collect coordinators of STREAMING jobs' ``execute_and_collect`` by (job, sink uid)
         self._collect: dict[tuple[JobID, str], CollectCoordinator] = {}
+        self._persistence = persistence
+        self._recovered = recovered
         rpc_service.register(self)
+
+    async def on_start(self) -> None:
+        recovered, self._recovered = self._recovered, None
+        if recovered is None:
+            return
+        for entry in recovered.finished:  # ended under an earlier leader: listed, not run
+            self._completed[entry.job_id] = archived_from_entry(entry)
+        for job_graph in recovered.job_graphs:
+            log.info("Recovering job %s (%s).", job_graph.job_id, job_graph.name)
+            try:
+                self._start_job(job_graph)
+            except JobSubmissionException as exc:
+                log.error("Recovered job %s cannot start: %s", job_graph.job_id, exc)
+        for job_id, why in recovered.unreadable.items():
+            now = self.clock.now_ms()
+            runner = JobManagerRunner(_unreadable_graph(job_id), None, now,
+                                      timestamps={"INITIALIZING": now})
+            runner.start_error = SerializedError.from_exception(JobSubmissionException(why))
+            self._running[job_id] = runner
+            self._complete_without_job_master(runner, runner.start_error)
 
     # ---- submission ------------------------------------------------------------------------------
 
@@ -141,6 +174,27 @@ class Dispatcher(RpcEndpoint):
             )
         if not job_graph.vertices:
             raise JobSubmissionException(f"Job {job_id} ({job_graph.name!r}) has no vertices.")
+        if self._persistence is not None:
+            if self._persistence.is_finished(job_id):
+                raise DuplicateJobSubmissionException(
+                    f"Job {job_id} ({job_graph.name!r}) has already finished (it has an entry "
+                    "in the JobResultStore).")
+            try:
+                self._persistence.persist(job_graph)
+            except OSError as exc:
+                raise JobSubmissionException(
+                    f"Job {job_id}: cannot store its JobGraph for high availability: {exc}"
+                ) from None
+        self._start_job(job_graph)
+        return ACK
+
+    def _start_job(self, job_graph: JobGraph) -> None:
+        """Create and start the job's JobMaster.
+
+        Raises:
+            JobSubmissionException: the job's configuration is invalid.
+        """
+        job_id = job_graph.job_id
         try:
             job_conf = self._configuration.copy().add_all(dict(job_graph.configuration))
         except Exception as exc:  # IllegalConfigurationException
@@ -158,7 +212,6 @@ class Dispatcher(RpcEndpoint):
         self._running[job_id] = runner
         log.info("Received job %s (%s).", job_id, job_graph.name)
         self.run_async(job_master.start(), lambda _r, err: self._job_master_started(job_id, err))
-        return ACK
 
     async def _job_master_started(self, job_id: JobID, error: BaseException | None) -> None:
         runner = self._running.get(job_id)
@@ -192,6 +245,11 @@ class Dispatcher(RpcEndpoint):
             self._completed.popitem(last=False)
         log.info("Job %s (%s) reached terminal state %s.", archived.job_id, archived.name,
                  archived.state.name)
+        if self._persistence is not None and archived.state.is_globally_terminal():
+            try:
+                self._persistence.job_terminated(archived, result)
+            except Exception:  # the next leader finishes the cleanup of a dirty entry
+                log.exception("recording the result of job %s failed", archived.job_id)
         if archived.job_type is JobType.STREAMING:
             self.schedule(COLLECT_RETENTION_S, self._release_collect, archived.job_id,
                           self._collect_root(archived.job_id, archived.configuration))
@@ -413,6 +471,11 @@ class Dispatcher(RpcEndpoint):
             except Exception:  # best effort while shutting down
                 log.exception("stopping JobMaster %s failed", getattr(job_master, "address", "?"))
         self._rpc.unregister(self)
+
+
+def _unreadable_graph(job_id: JobID) -> JobGraph:
+    """A stand-in for a stored JobGraph that could not be read (listed as FAILED)."""
+    return JobGraph(job_id, f"(unrecoverable job {job_id})", JobType.BATCH, ())
 
 
 def _has_metadata(location: str) -> bool:

@@ -35,6 +35,8 @@ from flintlock.runtime.entrypoint.common import (
     write_port_file,
 )
 from flintlock.runtime.entrypoint.job_manager import resource_manager_address
+from flintlock.runtime.highavailability.asyncio_glue import LeaderAddressWatcher, unless_stopped
+from flintlock.runtime.highavailability.services import create_ha_services
 from flintlock.runtime.ids import ResourceID
 from flintlock.runtime.logs.files import LogDirectory
 from flintlock.runtime.logs.process_logs import (
@@ -96,14 +98,34 @@ async def _serve(configuration: Configuration, port_file: str | Path | None, sto
     shuffle_dir = configuration.get(SHUFFLE_DIR)
     if not shuffle_dir:
         owned_shuffle_dir = shuffle_dir = tempfile.mkdtemp(prefix="flintlock-shuffle-")
-    rm_address = resource_manager_address(configuration.get(JM_RPC_ADDRESS),
-                                          configuration.get(JM_RPC_PORT))
+    ha = create_ha_services(configuration)
+    leader: LeaderAddressWatcher | None = None
+    retrieval = None
+    if ha is None:
+        rm_address = resource_manager_address(configuration.get(JM_RPC_ADDRESS),
+                                              configuration.get(JM_RPC_PORT))
+    else:  # the leading JobManager's ResourceManager, and whoever leads next
+        leader = LeaderAddressWatcher("resourcemanager", asyncio.get_running_loop())
+        retrieval = ha.leader_retrieval_service()
+        retrieval.start(leader)
+        log.info("Waiting for a JobManager leader (%s)", ha.directory)
+        found = await unless_stopped(leader.wait_for_address(), stop)
+        if found is None:  # stopped before any JobManager led
+            retrieval.stop()
+            spark.stop()
+            if owned_shuffle_dir:
+                shutil.rmtree(owned_shuffle_dir, ignore_errors=True)
+            return
+        rm_address = found
     task_executor = TaskExecutor(
         rpc, configuration, rm_address, {"spark": spark, "shuffle_dir": shuffle_dir, "logs": logs},
         resource_id=resource_id,
         number_of_slots=configuration.get(TASK_SLOTS), spark_info=spark.describe(),
     )
     await task_executor.start()
+    if leader is not None:
+        leader.on_change(lambda address: address and task_executor.post(
+            task_executor.notify_resource_manager_leader, address))
     warming: asyncio.Task[float] | None = None
     if configuration.get(TM_SPARK_WARM_UP):
         from flintlock.runtime.spark.warm_up import warm_up
@@ -122,6 +144,8 @@ async def _serve(configuration: Configuration, port_file: str | Path | None, sto
         await stop.wait()
     finally:
         log.info("TaskManager stopping")
+        if retrieval is not None:
+            retrieval.stop()
         if reporter is not None:
             await reporter.stop()
         await task_executor.stop()

@@ -325,6 +325,20 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
     async def disconnect_resource_manager(self, cause: str) -> None:
         self._reconnect_to_resource_manager(cause)
 
+    def notify_resource_manager_leader(self, address: str) -> None:
+        """Leader retrieval found a new leader's ResourceManager at ``address`` (high
+        availability). The JobManager process that led before is gone with its JobMasters, so
+        their jobs are released (tasks failed, slots freed), then this TaskExecutor registers
+        at the new leader (Flink ``ResourceManagerLeaderListener``; Flink's ``JobLeaderService``
+        would offer the slots to the jobs' new JobMasters instead)."""
+        if address == self._rm_connection.address or self._stopping:
+            return
+        cause = f"the JobManager leader changed (its ResourceManager is now at {address})"
+        for job_id in sorted(self._table.jobs() | set(self._jobs), key=str):
+            self._release_job(job_id, cause, tell_job_master=False)
+        self._rm_address = self._rm_connection.address = address
+        self._reconnect_to_resource_manager(cause + ".")
+
     def _notify_slot_available(self, index: int, allocation_id: AllocationID) -> None:
         rm = self._rm_connection.established
         if rm is not None and not self._stopping:

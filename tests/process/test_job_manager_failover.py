@@ -1,0 +1,124 @@
+"""JobManager high availability on one host (``high-availability.type: FILE``): a session cluster
+of two JobManagers and one TaskManager, started by ``flintlock cluster start --jobmanagers 2``.
+
+The leader is killed with SIGKILL while a batch job runs: the standby takes over, the
+TaskManager registers with it, and the job runs again to its exact output (every row once in the
+committed files). A job that finished before the kill is listed by the new leader and not run
+again. Clients find the leader through the cluster's state directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pyarrow.parquet as pq
+import pytest
+
+from flintlock.runtime.highavailability.file_services import read_leader
+from flintlock.testing.waiting import wait_until_sync
+from tests.process.cluster_helpers import FLINTLOCK, REPO, SLOW_PROGRAM, logs
+
+pytestmark = [pytest.mark.spark, pytest.mark.process]
+
+
+@pytest.fixture
+def ha_cluster(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    state = tmp_path / "cluster"
+    d = ["-D", f"cluster.state-dir={state}", "-D", "rest.port=0",
+         "-D", "taskmanager.numberOfTaskSlots=2", "-D", "heartbeat.interval=500 ms",
+         "-D", "heartbeat.timeout=5 s"]
+    try:
+        start = subprocess.run([*FLINTLOCK, "cluster", "start", "--jobmanagers", "2",
+                                "--taskmanagers", "1", *d], capture_output=True, text=True,
+                               timeout=300, cwd=REPO)
+        assert start.returncode == 0, f"{start.stdout}\n{start.stderr}\n{logs(state / 'log')}"
+        assert "2 JobManagers (one leads)" in start.stdout, start.stdout
+        yield {"state": state, "ha": state / "ha" / "default", "d": d,
+               "client_d": ["-D", f"cluster.state-dir={state}"]}
+    finally:
+        subprocess.run([*FLINTLOCK, "cluster", "stop", *d], capture_output=True, text=True,
+                       timeout=120, cwd=REPO)
+
+
+def _rest(cluster: dict[str, Any]) -> str:
+    leader = read_leader(cluster["ha"])
+    assert leader is not None, "no leader"
+    return leader.addresses["rest"]
+
+
+def _jobs(cluster: dict[str, Any]) -> dict[str, str]:
+    """job name -> state, as the current leader lists them (empty while none answers)."""
+    try:
+        rows = httpx.get(f"{_rest(cluster)}/v1/jobs/overview", timeout=5).json()["jobs"]
+    except (httpx.HTTPError, AssertionError):
+        return {}
+    return {r["name"]: r["state"] for r in rows}
+
+
+def _leader_pid(cluster: dict[str, Any]) -> int:
+    for port_file in cluster["state"].glob("jobmanager*.port"):
+        data = json.loads(port_file.read_text())
+        if data.get("leader"):
+            return int(data["pid"])
+    raise AssertionError("no JobManager port file says it leads")
+
+
+def _ids(out: Path) -> list[int]:
+    return sorted(r["id"] for r in pq.read_table(out).to_pylist()) if out.exists() else []
+
+
+@pytest.mark.timeout(600)
+def test_a_killed_leader_is_replaced_and_its_running_job_finishes_exactly_once(
+        ha_cluster: dict[str, Any], tmp_path: Path) -> None:
+    cluster = ha_cluster
+    program = tmp_path / "slow.py"
+    program.write_text(SLOW_PROGRAM)
+    done_out, slow_out = tmp_path / "done", tmp_path / "slow"
+    first = subprocess.run([*FLINTLOCK, "run", "--target", "remote", *cluster["client_d"],
+                            str(program), str(done_out), "50", "done before the kill"],
+                           capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert first.returncode == 0, f"{first.stdout}\n{first.stderr}"
+    assert _ids(done_out) == list(range(1, 51))
+    done_files = sorted(p.name for p in done_out.iterdir())
+
+    old = read_leader(cluster["ha"])
+    running = subprocess.Popen([*FLINTLOCK, "run", "--target", "remote", "--detached",
+                                *cluster["client_d"], str(program), str(slow_out), "600",
+                                "running at the kill"], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, cwd=REPO)
+    assert running.wait(120) == 0, running.stdout.read() if running.stdout else ""
+    wait_until_sync(lambda: _jobs(cluster).get("running at the kill") == "RUNNING", 120,
+                    interval_s=0.2, describe=lambda: _jobs(cluster))
+    killed_at, killed_ms = time.monotonic(), int(time.time() * 1000)
+    os.kill(_leader_pid(cluster), signal.SIGKILL)
+
+    def new_leader() -> bool:
+        leader = read_leader(cluster["ha"])
+        return leader is not None and old is not None and leader.session_id != old.session_id
+
+    wait_until_sync(new_leader, 60, interval_s=0.1, describe=lambda: read_leader(cluster["ha"]))
+    took_over_s = time.monotonic() - killed_at
+    wait_until_sync(lambda: _jobs(cluster).get("running at the kill") == "FINISHED", 240,
+                    interval_s=0.5, describe=lambda: f"{_jobs(cluster)}\n"
+                    f"{logs(cluster['state'] / 'log')}")
+    finished_s = time.monotonic() - killed_at
+    assert _ids(slow_out) == list(range(1, 601))  # every row once, nothing of the killed run
+    rows = httpx.get(f"{_rest(cluster)}/v1/jobs/overview", timeout=5).json()["jobs"]
+    (rerun,) = [r for r in rows if r["name"] == "running at the kill"]
+    assert rerun["start-time"] >= killed_ms, rerun  # run again by the new leader
+    jobs = _jobs(cluster)
+    assert jobs == {"done before the kill": "FINISHED", "running at the kill": "FINISHED"}, jobs
+    assert sorted(p.name for p in done_out.iterdir()) == done_files  # not run again
+    listed = subprocess.run([*FLINTLOCK, "list", "-a", *cluster["client_d"]], capture_output=True,
+                            text=True, timeout=60, cwd=REPO)
+    assert "running at the kill" in listed.stdout, listed.stdout + listed.stderr
+    print(f"new leader {took_over_s:.1f} s after the kill; job finished {finished_s:.1f} s "
+          "after it")
