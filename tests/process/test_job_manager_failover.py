@@ -5,6 +5,10 @@ The leader is killed with SIGKILL while a batch job runs: the standby takes over
 TaskManager registers with it, and the job runs again to its exact output (every row once in the
 committed files). A job that finished before the kill is listed by the new leader and not run
 again. Clients find the leader through the cluster's state directory.
+
+A checkpointed STREAMING job (keyed running counts into a FileSink) whose leader is killed after
+a checkpoint completed resumes on the new leader from that checkpoint: its output over both
+leaders is every ``(key, 1..n)`` exactly once.
 """
 
 from __future__ import annotations
@@ -122,3 +126,55 @@ def test_a_killed_leader_is_replaced_and_its_running_job_finishes_exactly_once(
     assert "running at the kill" in listed.stdout, listed.stdout + listed.stderr
     print(f"new leader {took_over_s:.1f} s after the kill; job finished {finished_s:.1f} s "
           "after it")
+
+
+#: argv: <output dir> <rows> <rows per second> <job name>
+STREAMING_PROGRAM = """
+import sys
+from flintlock import RuntimeExecutionMode, StreamExecutionEnvironment
+from flintlock.connectors import DataGeneratorSource, FileSink, RateLimiterStrategy
+from flintlock.testing.state_functions import RunningCount
+
+def event(i):
+    return (i, f"k{i % 3}")
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(2)
+env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
+env.enable_checkpointing(1000)
+source = DataGeneratorSource(event, int(sys.argv[2]), RateLimiterStrategy.per_second(
+    int(sys.argv[3])), "id long, k string")
+(env.from_source(source).set_parallelism(1).uid("events")
+ .key_by("k").process(RunningCount(), "k string, n long").uid("counts")
+ .sink_to(FileSink.parquet(sys.argv[1])))
+env.execute(sys.argv[4])
+"""
+
+
+@pytest.mark.timeout(600)
+def test_a_streaming_job_resumes_from_its_checkpoint_on_the_new_leader(
+        ha_cluster: dict[str, Any], tmp_path: Path) -> None:
+    cluster, rows = ha_cluster, 3000
+    program, out = tmp_path / "counts.py", tmp_path / "counts"
+    program.write_text(STREAMING_PROGRAM)
+    submit = subprocess.run([*FLINTLOCK, "run", "--target", "remote", "--detached",
+                             *cluster["client_d"], str(program), str(out), str(rows), "150",
+                             "counts"], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert submit.returncode == 0, submit.stdout + submit.stderr
+    checkpoints = cluster["ha"] / "checkpoints"
+    # killed once a checkpoint completed and published output, while rows are still coming
+    wait_until_sync(lambda: any(checkpoints.glob("*/chk-*/_metadata")) and any(
+        p.suffix == ".parquet" for p in out.glob("*")), 120, interval_s=0.2,
+        describe=lambda: f"{_jobs(cluster)} {list(checkpoints.glob('*/*'))}")
+    published = len([p for p in out.glob("*.parquet")])
+    os.kill(_leader_pid(cluster), signal.SIGKILL)
+    wait_until_sync(lambda: _jobs(cluster).get("counts") == "FINISHED", 240, interval_s=0.5,
+                    describe=lambda: f"{_jobs(cluster)}\n{logs(cluster['state'] / 'log')}")
+    counts = sorted((r["k"], r["n"]) for r in pq.read_table(out).to_pylist())
+    expected = sorted((f"k{k}", n) for k in range(3) for n in range(1, rows // 3 + 1))
+    assert counts == expected  # nothing lost, nothing published twice
+    (job,) = [r for r in httpx.get(f"{_rest(cluster)}/v1/jobs/overview", timeout=5)
+              .json()["jobs"] if r["name"] == "counts"]
+    stats = httpx.get(f"{_rest(cluster)}/v1/jobs/{job['jid']}/checkpoints", timeout=5).json()
+    assert stats["counts"]["restored"] == 1, stats["counts"]  # resumed, not started over
+    assert published > 0

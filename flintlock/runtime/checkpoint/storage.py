@@ -12,23 +12,27 @@ URIs (``s3://``, ``hdfs://``) alike.
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 
 import pyarrow.fs as pafs
 
-from flintlock.runtime.checkpoint.snapshots import CompletedCheckpoint
+from flintlock.runtime.checkpoint.snapshots import CheckpointMetadataException, CompletedCheckpoint
 from flintlock.runtime.shuffle.layout import filesystem_and_path
 
 __all__ = [
     "METADATA_FILE",
     "check_writable",
     "discard",
+    "latest_checkpoint",
     "read_checkpoint",
     "write_metadata",
 ]
 
 METADATA_FILE = "_metadata"
+
+log = logging.getLogger(__name__)
 
 
 def check_writable(directory: str) -> None:
@@ -82,6 +86,30 @@ def read_checkpoint(pointer: str) -> CompletedCheckpoint:
     with fs.open_input_stream(path) as fh:
         text = bytes(fh.read()).decode(errors="replace")
     return CompletedCheckpoint.from_json(text, where=os.path.basename(path) + f" in {pointer!r}")
+
+
+def latest_checkpoint(job_directory: str) -> CompletedCheckpoint | None:
+    """The newest completed checkpoint under ``job_directory`` (``<dir>/<job id>``): the
+    highest ``chk-<n>`` with a readable ``_metadata``; one that cannot be read is skipped with
+    a warning (an older one is used). None when there is none, as for a new job. A JobMaster
+    that takes over a job (high availability) restores from it (Flink's
+    ``CompletedCheckpointStore`` after a JobManager failover)."""
+    fs, path = filesystem_and_path(job_directory.rstrip("/"))
+    infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    numbered = []
+    for info in infos:
+        name = info.base_name
+        if info.type == pafs.FileType.Directory and name.startswith("chk-") and name[4:].isdigit():
+            numbered.append((int(name[4:]), f"{job_directory.rstrip('/')}/{name}"))
+    for n, location in sorted(numbered, reverse=True):
+        try:
+            return read_checkpoint(location)
+        except FileNotFoundError:
+            continue  # not completed (no _metadata yet)
+        except (OSError, CheckpointMetadataException) as exc:
+            log.warning("checkpoint %d at %s cannot be read, trying an older one: %s", n,
+                        location, exc)
+    return None
 
 
 def discard(location: str) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 
 from flintlock.config import Configuration
 from flintlock.config.options import (
+    CHECKPOINTS_DIR,
     JM_BIND_HOST,
     JM_RPC_ADDRESS,
     JM_RPC_PORT,
@@ -90,6 +91,10 @@ async def _serve(configuration: Configuration, port_file: str | Path | None,
     stop = stop or asyncio.Event()
     install_stop_signals(stop)
     ha = create_ha_services(configuration)  # a clear error before anything starts
+    if ha is not None and not configuration.get(CHECKPOINTS_DIR):
+        # where the next leader finds the jobs' checkpoints (not this process's own directory)
+        configuration = configuration.copy().add_all(
+            {CHECKPOINTS_DIR.key: f"{ha.directory}/checkpoints"})
     loop_lag = LoopLagMonitor.from_configuration("JobManager", configuration).start()
     secret = cluster_secret(configuration)
     rpc = GrpcRpcService(

@@ -90,8 +90,12 @@ class CheckpointCoordinatorShell:
             self.jm.schedule(self.settings.interval_s, self._tick)
 
     def restore_at_start(self, checkpoint: CompletedCheckpoint) -> None:
-        """Deploy the first attempts from ``checkpoint`` (a savepoint given at submission)."""
+        """Deploy the first attempts from ``checkpoint``: a savepoint given at submission, or
+        the job's own newest checkpoint after a JobManager failover, whose sink transactions
+        are published again (idempotent: the leader may have died before it published them)."""
         self.coordinator.add_restored(checkpoint, self.jm.clock.now_ms())
+        if checkpoint.job_id == str(self.jm.job_id):
+            self._io(lambda: self._commit_sinks(checkpoint), _log_error("re-committing sinks"))
         for execution in self.jm.graph.current_executions():
             state = checkpoint.task_state(execution.attempt_id.job_vertex_id,
                                           execution.attempt_id.subtask_index)

@@ -213,19 +213,28 @@ class JobMaster(JobMasterCheckpointRpcs, RpcEndpoint):
 
     def _prepare_job(self) -> tuple[dict[JobVertexID, list[list[Any]]], CompletedCheckpoint | None]:
         """Worker thread: prepare every sink, enumerate every source's splits, check that the
-        checkpoint directory is writable, read the savepoint to start from (if any)."""
+        checkpoint directory is writable, find what to start from: the job's newest completed
+        checkpoint when it has one (a JobMaster that took the job over after a JobManager
+        failover; its sinks already published output, so they are not prepared again), else
+        the savepoint given (if any)."""
         job_id = str(self.job_id)
         restored = None
         if self.checkpointing is not None:
             if self.checkpointing.settings.enabled:
                 checkpoint_storage.check_writable(self.checkpointing.job_directory)
+            restored = checkpoint_storage.latest_checkpoint(self.checkpointing.job_directory)
             path = self.configuration.get(options.SAVEPOINT_PATH)
-            if path:
+            if restored is not None:
+                log.info("job %s: recovering from its checkpoint %d (%s)", self.job_id,
+                         restored.checkpoint_id, restored.external_pointer)
+            elif path:
                 restored = self.checkpointing.load_savepoint(
                     path, self.configuration.get(options.SAVEPOINT_IGNORE_UNCLAIMED))
+        own = restored is not None and restored.job_id == job_id
         for vertex in self.job_graph.vertices:
             for sink in vertex.sinks:
-                sink.prepare(job_id)
+                if not own:
+                    sink.prepare(job_id)
         splits: dict[JobVertexID, list[list[Any]]] = {}
         for vertex in self.job_graph.vertices:
             if vertex.source is None:

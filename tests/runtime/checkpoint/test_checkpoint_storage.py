@@ -59,6 +59,23 @@ def test_unreadable_checkpoints_are_named_clearly(tmp_path: Path) -> None:
         storage.read_checkpoint(str(bad))
 
 
+def test_the_latest_readable_completed_checkpoint_is_found(tmp_path: Path) -> None:
+    import dataclasses
+
+    job = tmp_path / "job"
+    assert storage.latest_checkpoint(str(job)) is None  # a new job: nothing yet
+    for n in (3, 9):
+        storage.write_metadata(dataclasses.replace(
+            _checkpoint(tmp_path), checkpoint_id=n, external_pointer=str(job / f"chk-{n}")))
+    (job / "chk-12").mkdir()  # pending: no _metadata yet
+    (job / "chk-11").mkdir()
+    (job / "chk-11" / "_metadata").write_text("{cut sho")  # corrupt
+    (job / "chk-x").mkdir()
+    latest = storage.latest_checkpoint(str(job))
+    assert latest is not None and latest.checkpoint_id == 9  # 11 skipped, 12 incomplete
+    assert latest.external_pointer == str(job / "chk-9")
+
+
 def test_a_file_in_the_way_makes_the_checkpoint_directory_unwritable(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(OSError, match="not writable.*state.checkpoints.dir"):
