@@ -66,6 +66,7 @@ def register(cli: click.Group) -> None:
     @cli.command("jobmanager")
     @_dynamic
     @click.option("--port-file", default=None, help="Write the bound ports here (JSON).")
+    @_exit_on_client_errors
     def jobmanager(dynamic: tuple[str, ...], port_file: str | None) -> None:
         """Run a JobManager process (Dispatcher, ResourceManager, REST) in the foreground."""
         from flintlock.runtime.entrypoint.job_manager import run_job_manager
@@ -75,6 +76,7 @@ def register(cli: click.Group) -> None:
     @cli.command("taskmanager")
     @_dynamic
     @click.option("--port-file", default=None, help="Write the bound ports here (JSON).")
+    @_exit_on_client_errors
     def taskmanager(dynamic: tuple[str, ...], port_file: str | None) -> None:
         """Run a TaskManager process (TaskExecutor + Spark session) in the foreground."""
         from flintlock.runtime.entrypoint.task_manager import run_task_manager

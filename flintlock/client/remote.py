@@ -85,20 +85,19 @@ def _leader_of(configuration: Configuration) -> Callable[[], tuple[str, int] | N
     if configuration.contains(REST_ADDRESS) or (
             configuration.contains(REST_PORT) and int(configuration.get(REST_PORT)) != 0):
         return None
-    from flintlock.client.standalone_cluster import LEADER_DIRECTORY_FILE, leader_rest_endpoint
-    from flintlock.runtime.highavailability.file_services import read_leader
+    from flintlock.client.standalone_cluster import HA_SETTINGS_FILE, leader_rest_endpoint
     from flintlock.runtime.highavailability.services import create_ha_services
 
     ha = create_ha_services(configuration)
     if ha is not None:
-        def from_directory() -> tuple[str, int] | None:
-            leader = read_leader(ha.directory)
+        def current() -> tuple[str, int] | None:
+            leader = ha.current_leader()
             url = urlsplit(leader.addresses.get("rest", "")) if leader is not None else None
             return (url.hostname, url.port) if url and url.hostname and url.port else None
 
-        return from_directory
+        return current
     state = cluster_state_dir(configuration)
-    if (state / LEADER_DIRECTORY_FILE).exists():
+    if (state / HA_SETTINGS_FILE).exists():
         return lambda: leader_rest_endpoint(state)
     return None
 

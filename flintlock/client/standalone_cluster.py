@@ -27,17 +27,16 @@ from flintlock.config import Configuration
 from flintlock.config.options import CLUSTER_SECRET, HA_TYPE, LOG_DIR, TM_CPU_CORES
 from flintlock.exceptions import FlintlockException
 from flintlock.runtime.entrypoint.common import SECRET_ENV
-from flintlock.runtime.highavailability.file_services import read_leader
 from flintlock.runtime.highavailability.services import (
     HighAvailabilityConfigurationException,
     create_ha_services,
 )
 
-#: in the state directory: the HA directory whose leader file names the leading JobManager
-LEADER_DIRECTORY_FILE = "ha-directory"
+#: in the state directory: the high-availability settings with which clients find the leader
+HA_SETTINGS_FILE = "ha.json"
 
 __all__ = [
-    "LEADER_DIRECTORY_FILE",
+    "HA_SETTINGS_FILE",
     "ClusterInfo",
     "StandaloneClusterException",
     "leader_rest_endpoint",
@@ -137,11 +136,12 @@ def _cpu_share(configuration: Configuration, task_managers: int) -> list[str]:
 
 
 def _high_availability(configuration: Configuration, dynamic: list[str], state: Path,
-                       job_managers: int) -> tuple[list[str], str | None]:
-    """The ``-D`` settings several JobManagers need, and the HA directory whose leader file
-    names the leader (None without high availability). With more than one JobManager and no
-    ``high-availability.type``, FILE high availability under ``<state>/ha`` is configured;
-    several JobManagers bind any free RPC port (TaskManagers find the leader's)."""
+                       job_managers: int) -> tuple[list[str], dict[str, str] | None]:
+    """The ``-D`` settings several JobManagers need, and the high-availability settings
+    clients use to find the leader (None without high availability). With more than one
+    JobManager and no ``high-availability.type``, FILE high availability under ``<state>/ha``
+    is configured; several JobManagers bind any free RPC port (TaskManagers find the
+    leader's)."""
     extra: list[str] = []
     if job_managers > 1 and configuration.get(HA_TYPE) == "NONE":
         extra += ["-D", "high-availability.type=FILE",
@@ -154,23 +154,47 @@ def _high_availability(configuration: Configuration, dynamic: list[str], state: 
         ha = create_ha_services(effective)
     except HighAvailabilityConfigurationException as exc:
         raise StandaloneClusterException(str(exc)) from None
-    return extra, None if ha is None else ha.directory
+    if ha is None:
+        return extra, None
+    settings = {key: str(effective.get_raw(key)) for key in _HA_KEYS if effective.contains(key)}
+    return extra, settings
 
 
-def _wait_for_leader(directory: str, started: list[tuple[str, subprocess.Popen[bytes]]],
+#: the settings a client needs to find the leader of a cluster started with high availability
+_HA_KEYS = ("high-availability.type", "high-availability.storageDir",
+            "high-availability.cluster-id", "high-availability.zookeeper.quorum",
+            "high-availability.zookeeper.path.root",
+            "high-availability.zookeeper.client.session-timeout",
+            "high-availability.zookeeper.client.connection-timeout",
+            "high-availability.zookeeper.client.retry-wait",
+            "high-availability.zookeeper.client.max-retry-attempts")
+
+
+def _leader_rest(settings: dict[str, str]) -> tuple[str, int] | None:
+    """(host, port) of the leading JobManager's REST server (None while none leads)."""
+    ha = create_ha_services(Configuration(settings))
+    if ha is None:
+        return None
+    try:
+        leader = ha.current_leader()
+    finally:
+        ha.close()
+    url = urlsplit(leader.addresses.get("rest", "")) if leader is not None else None
+    return (url.hostname, url.port) if url is not None and url.hostname and url.port else None
+
+
+def _wait_for_leader(settings: dict[str, str], started: list[tuple[str, subprocess.Popen[bytes]]],
                      state: Path, timeout_s: float) -> tuple[str, int]:
     """(host, port) of the leading JobManager's REST server, once one leads."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        leader = read_leader(directory)
-        if leader is not None and "rest" in leader.addresses:
-            url = urlsplit(leader.addresses["rest"])
-            if url.hostname and url.port:
-                return url.hostname, url.port
+        endpoint = _leader_rest(settings)
+        if endpoint is not None:
+            return endpoint
         if all(proc.poll() is not None for _, proc in started):
             raise StandaloneClusterException(
                 f"every JobManager exited during start-up; see the logs in {state / 'log'}")
-        time.sleep(0.05)
+        time.sleep(0.1)
     raise StandaloneClusterException(
         f"no JobManager became the leader within {timeout_s:.0f} s; see the logs in "
         f"{state / 'log'}")
@@ -202,21 +226,21 @@ def start_cluster(configuration: Configuration, dynamic: list[str], task_manager
     if configuration.get(LOG_DIR) is None and not any(d.startswith("env.log.dir=") for d in dynamic):
         # keep process and task logs with the cluster's state (served by REST, kept after stop)
         d_args += ["-D", f"env.log.dir={state / 'log'}"]
-    ha_args, ha_directory = _high_availability(configuration, dynamic, state, job_managers)
+    ha_args, ha_settings = _high_availability(configuration, dynamic, state, job_managers)
     d_args += ha_args
-    (state / LEADER_DIRECTORY_FILE).unlink(missing_ok=True)
+    (state / HA_SETTINGS_FILE).unlink(missing_ok=True)
     started: list[subprocess.Popen[bytes]] = []
     try:
         masters = [(name, _spawn(name, ["jobmanager", *d_args], state, secret))
                    for name in _job_manager_names(job_managers)]
         started += [proc for _, proc in masters]
-        if ha_directory is None:
+        if ha_settings is None:
             ports = _wait_for_port_file("jobmanager", masters[0][1], state, 60)
             host, rest_port = "127.0.0.1", int(ports["rest_port"])
             tm_args = [*d_args, "-D", f"jobmanager.rpc.port={ports['rpc_port']}"]
-        else:  # TaskManagers and clients follow the leader's file
-            (state / LEADER_DIRECTORY_FILE).write_text(ha_directory)
-            host, rest_port = _wait_for_leader(ha_directory, masters, state, 60)
+        else:  # TaskManagers and clients follow the leader
+            (state / HA_SETTINGS_FILE).write_text(json.dumps(ha_settings))
+            host, rest_port = _wait_for_leader(ha_settings, masters, state, 60)
             ports = {"rpc_port": 0, "rest_port": rest_port}
             tm_args = list(d_args)
         tm_args += _cpu_share(configuration, task_managers)
@@ -255,16 +279,14 @@ def _job_manager_names(n: int) -> list[str]:
 
 def leader_rest_endpoint(state: Path) -> tuple[str, int] | None:
     """(host, port) of the leading JobManager's REST server of a cluster started from ``state``
-    with high availability (its leader file), else None."""
+    with high availability, else None."""
+    settings = _read_json(state / HA_SETTINGS_FILE)
+    if not settings:
+        return None
     try:
-        directory = (state / LEADER_DIRECTORY_FILE).read_text().strip()
-    except OSError:
+        return _leader_rest({str(k): str(v) for k, v in settings.items()})
+    except FlintlockException:  # e.g. ZooKeeper unreachable
         return None
-    leader = read_leader(directory) if directory else None
-    if leader is None or "rest" not in leader.addresses:
-        return None
-    url = urlsplit(leader.addresses["rest"])
-    return (url.hostname, url.port) if url.hostname and url.port else None
 
 
 def _read_pid(path: Path) -> int | None:
@@ -278,7 +300,7 @@ def running_cluster_rest_port(state: Path) -> int | None:
     """The REST port of the (leading) JobManager started from ``state`` when it is still running
     (a live pid in ``jobmanager.pid`` and a readable ``jobmanager.port``, or with high
     availability a live JobManager and the leader's file), else ``None``."""
-    if (state / LEADER_DIRECTORY_FILE).exists():
+    if (state / HA_SETTINGS_FILE).exists():
         alive = any((pid := _read_pid(p)) and _alive(pid) for p in state.glob("jobmanager*.pid"))
         endpoint = leader_rest_endpoint(state) if alive else None
         return endpoint[1] if endpoint else None

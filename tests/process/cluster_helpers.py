@@ -77,3 +77,28 @@ def job(cluster: dict[str, Any], job_id: str) -> dict[str, Any]:
 def wait_for_job_state(cluster: dict[str, Any], job_id: str, state: str, timeout_s: float) -> None:
     wait_until_sync(lambda: job(cluster, job_id)["state"] == state, timeout_s, interval_s=0.1,
                     describe=lambda: job(cluster, job_id)["state"])
+
+
+def leader_pid(state: Path) -> int:
+    """The pid of the JobManager whose port file (under ``state``) says it leads."""
+    for port_file in state.glob("jobmanager*.port"):
+        data = json.loads(port_file.read_text())
+        if data.get("leader"):
+            return int(data["pid"])
+    raise AssertionError("no JobManager port file says it leads")
+
+
+def leads(state: Path, pid: int) -> bool:
+    """Whether JobManager ``pid`` says (in its port file under ``state``) that it leads."""
+    for port_file in state.glob("jobmanager*.port"):
+        data = json.loads(port_file.read_text())
+        if data.get("pid") == pid:
+            return bool(data.get("leader"))
+    return False
+
+
+def parquet_ids(out: Path) -> list[int]:
+    """The sorted ``id`` column of the Parquet files under ``out`` ([] when there are none)."""
+    import pyarrow.parquet as pq
+
+    return sorted(r["id"] for r in pq.read_table(out).to_pylist()) if out.exists() else []

@@ -13,7 +13,6 @@ leaders is every ``(key, 1..n)`` exactly once.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -28,7 +27,14 @@ import pytest
 
 from flintlock.runtime.highavailability.file_services import read_leader
 from flintlock.testing.waiting import wait_until_sync
-from tests.process.cluster_helpers import FLINTLOCK, REPO, SLOW_PROGRAM, logs
+from tests.process.cluster_helpers import (
+    FLINTLOCK,
+    REPO,
+    SLOW_PROGRAM,
+    leader_pid,
+    logs,
+    parquet_ids,
+)
 
 pytestmark = [pytest.mark.spark, pytest.mark.process]
 
@@ -67,18 +73,6 @@ def _jobs(cluster: dict[str, Any]) -> dict[str, str]:
     return {r["name"]: r["state"] for r in rows}
 
 
-def _leader_pid(cluster: dict[str, Any]) -> int:
-    for port_file in cluster["state"].glob("jobmanager*.port"):
-        data = json.loads(port_file.read_text())
-        if data.get("leader"):
-            return int(data["pid"])
-    raise AssertionError("no JobManager port file says it leads")
-
-
-def _ids(out: Path) -> list[int]:
-    return sorted(r["id"] for r in pq.read_table(out).to_pylist()) if out.exists() else []
-
-
 @pytest.mark.timeout(600)
 def test_a_killed_leader_is_replaced_and_its_running_job_finishes_exactly_once(
         ha_cluster: dict[str, Any], tmp_path: Path) -> None:
@@ -90,7 +84,7 @@ def test_a_killed_leader_is_replaced_and_its_running_job_finishes_exactly_once(
                             str(program), str(done_out), "50", "done before the kill"],
                            capture_output=True, text=True, timeout=300, cwd=REPO)
     assert first.returncode == 0, f"{first.stdout}\n{first.stderr}"
-    assert _ids(done_out) == list(range(1, 51))
+    assert parquet_ids(done_out) == list(range(1, 51))
     done_files = sorted(p.name for p in done_out.iterdir())
 
     old = read_leader(cluster["ha"])
@@ -102,7 +96,7 @@ def test_a_killed_leader_is_replaced_and_its_running_job_finishes_exactly_once(
     wait_until_sync(lambda: _jobs(cluster).get("running at the kill") == "RUNNING", 120,
                     interval_s=0.2, describe=lambda: _jobs(cluster))
     killed_at, killed_ms = time.monotonic(), int(time.time() * 1000)
-    os.kill(_leader_pid(cluster), signal.SIGKILL)
+    os.kill(leader_pid(cluster["state"]), signal.SIGKILL)
 
     def new_leader() -> bool:
         leader = read_leader(cluster["ha"])
@@ -114,7 +108,7 @@ def test_a_killed_leader_is_replaced_and_its_running_job_finishes_exactly_once(
                     interval_s=0.5, describe=lambda: f"{_jobs(cluster)}\n"
                     f"{logs(cluster['state'] / 'log')}")
     finished_s = time.monotonic() - killed_at
-    assert _ids(slow_out) == list(range(1, 601))  # every row once, nothing of the killed run
+    assert parquet_ids(slow_out) == list(range(1, 601))  # every row once, nothing of the killed run
     rows = httpx.get(f"{_rest(cluster)}/v1/jobs/overview", timeout=5).json()["jobs"]
     (rerun,) = [r for r in rows if r["name"] == "running at the kill"]
     assert rerun["start-time"] >= killed_ms, rerun  # run again by the new leader
@@ -167,7 +161,7 @@ def test_a_streaming_job_resumes_from_its_checkpoint_on_the_new_leader(
         p.suffix == ".parquet" for p in out.glob("*")), 120, interval_s=0.2,
         describe=lambda: f"{_jobs(cluster)} {list(checkpoints.glob('*/*'))}")
     published = len([p for p in out.glob("*.parquet")])
-    os.kill(_leader_pid(cluster), signal.SIGKILL)
+    os.kill(leader_pid(cluster["state"]), signal.SIGKILL)
     wait_until_sync(lambda: _jobs(cluster).get("counts") == "FINISHED", 240, interval_s=0.5,
                     describe=lambda: f"{_jobs(cluster)}\n{logs(cluster['state'] / 'log')}")
     counts = sorted((r["k"], r["n"]) for r in pq.read_table(out).to_pylist())

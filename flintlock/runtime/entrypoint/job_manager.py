@@ -43,7 +43,11 @@ from flintlock.runtime.entrypoint.common import (
     install_stop_signals,
     write_port_file,
 )
-from flintlock.runtime.highavailability.asyncio_glue import LeadershipEvents, unless_stopped
+from flintlock.runtime.highavailability.asyncio_glue import (
+    LeaderAddressWatcher,
+    LeadershipEvents,
+    unless_stopped,
+)
 from flintlock.runtime.highavailability.leader import LeaderInformation
 from flintlock.runtime.highavailability.services import create_ha_services
 from flintlock.runtime.logs.files import LogDirectory
@@ -105,48 +109,114 @@ async def _serve(configuration: Configuration, port_file: str | Path | None,
         timeout_s=configuration.get(RPC_ASK_TIMEOUT),
     )
     await rpc.start()
-    election = None
-    lost = asyncio.Event()  # set when this process stops leading (high availability)
-    started: list[Any] = []  # what to stop, in reverse order
     try:
-        session = ""
-        if ha is not None:  # stand by until this process leads
-            events = LeadershipEvents(asyncio.get_running_loop())
-            election = ha.leader_election_service()
-            election.start(events)
-            lost = events.lost
-            write_port_file(port_file, rpc_port=rpc.port, leader=False)
-            log.info("JobManager standing by for leadership (%s), RPC %s:%d", ha.directory,
-                     configuration.get(JM_BIND_HOST), rpc.port)
-            granted = await unless_stopped(events.granted, stop)
-            if granted is None:
-                return
-            session = granted
-            log.info("JobManager leads (session %s)", session)
+        if ha is None:
+            started: list[Any] = []
+            try:
+                rest, reporter, _ = await _start_components(
+                    configuration, rpc, secret, logs, stop, None, started)
+                write_port_file(port_file, rpc_port=rpc.port, rest_port=rest.port,
+                                metrics_port=reporter.port if reporter is not None else None)
+                log.info("JobManager serving: RPC %s:%d, REST http://%s:%d",
+                         configuration.get(JM_BIND_HOST), rpc.port,
+                         configuration.get(REST_BIND_ADDRESS), rest.port)
+                await stop.wait()
+            finally:
+                log.info("JobManager stopping")
+                await _stop_all(started)
+        else:
+            while not stop.is_set():  # stand by, lead until leadership is lost, stand by again
+                await _lead_once(configuration, rpc, secret, logs, stop, ha, port_file)
+    finally:
+        if ha is not None:
+            ha.close()
+        await rpc.close()
+        await loop_lag.stop()
+        if port_file is not None:
+            Path(port_file).unlink(missing_ok=True)
+
+
+async def _stop_all(started: list[Any]) -> None:
+    for component in reversed(started):
+        await component.stop()
+    started.clear()
+
+
+async def _lead_once(configuration: Configuration, rpc: Any, secret: str | None,
+                     logs: LogDirectory, stop: asyncio.Event, ha: Any,
+                     port_file: str | Path | None) -> None:
+    """One leadership: stand by until granted (or ``stop``), start the components with the
+    recovered jobs, publish their addresses, and serve until leadership is lost (their jobs
+    are then suspended: stopped without a result, so the next leader runs them) or ``stop``."""
+    events = LeadershipEvents(asyncio.get_running_loop())
+    election = ha.leader_election_service()
+    started: list[Any] = []
+    election.start(events)
+    try:
+        standby = await _standby_rest(configuration, ha, started)
+        write_port_file(port_file, rpc_port=rpc.port, leader=False,
+                        rest_port=standby.port if standby is not None else None)
+        log.info("JobManager standing by for leadership (%s %s), RPC %s:%d", ha.kind,
+                 ha.directory, configuration.get(JM_BIND_HOST), rpc.port)
+        session = await unless_stopped(events.granted, stop)
+        if session is None:
+            return
+        await _stop_all(started)  # the standby's REST: the leader's binds its port
+        log.info("JobManager leads (session %s)", session)
         rest, reporter, addresses = await _start_components(
             configuration, rpc, secret, logs, stop, ha, started)
-        if election is not None:
-            if not election.confirm_leadership(session, LeaderInformation(session, addresses)):
-                log.error("leadership was lost before it could be confirmed")
-                return
+        if not election.confirm_leadership(session, LeaderInformation(session, addresses)):
+            log.warning("leadership was lost before it could be confirmed")
+            return
         write_port_file(port_file, rpc_port=rpc.port, rest_port=rest.port, leader=True,
                         metrics_port=reporter.port if reporter is not None else None)
         log.info("JobManager serving: RPC %s:%d, REST http://%s:%d",
                  configuration.get(JM_BIND_HOST), rpc.port,
                  configuration.get(REST_BIND_ADDRESS), rest.port)
-        await unless_stopped(lost.wait(), stop)
-        if lost.is_set():  # a deposed leader stops, so it cannot act on stale state
-            log.error("JobManager lost its leadership (%s); stopping", events.why_lost)
+        await unless_stopped(events.lost.wait(), stop)
+        if events.lost.is_set():
+            log.warning("JobManager lost its leadership (%s): its jobs are suspended; standing "
+                        "by again", events.why_lost)
     finally:
-        log.info("JobManager stopping")
-        for component in reversed(started):
-            await component.stop()
-        if election is not None:
-            election.stop()
-        await rpc.close()
-        await loop_lag.stop()
-        if port_file is not None:
-            Path(port_file).unlink(missing_ok=True)
+        if not stop.is_set():
+            log.info("JobManager leaving leadership")
+        else:
+            log.info("JobManager stopping")
+        await _stop_all(started)
+        # may wait for ZooKeeper (releasing the latch after an outage): not on the event loop
+        await asyncio.to_thread(election.stop)
+
+
+async def _standby_rest(configuration: Configuration, ha: Any, started: list[Any]) -> Any:
+    """A standby's REST server on ``rest.port``, redirecting to the leader's (``rest.standby``),
+    with the retrieval service it follows, both appended to ``started``; None when the port is
+    taken (the leader on this host serves it)."""
+    from flintlock.runtime.rest.server import RestServer
+    from flintlock.runtime.rest.standby import create_standby_app
+
+    watcher = LeaderAddressWatcher("rest", asyncio.get_running_loop())
+    retrieval = ha.leader_retrieval_service()
+    retrieval.start(watcher)
+    started.append(_Stoppable(retrieval.stop))
+    server = RestServer(create_standby_app(lambda: watcher.address),
+                        host=configuration.get(REST_BIND_ADDRESS), port=configuration.get(REST_PORT))
+    try:
+        await server.start()
+    except OSError as exc:
+        log.info("standby REST not served (%s); the leader's serves the port", exc)
+        return None
+    started.append(server)
+    return server
+
+
+class _Stoppable:
+    """``stop()`` for a synchronous stop function (``_stop_all``)."""
+
+    def __init__(self, stop: Any) -> None:
+        self._stop = stop
+
+    async def stop(self) -> None:
+        self._stop()
 
 
 async def _start_components(configuration: Configuration, rpc: Any, secret: str | None,

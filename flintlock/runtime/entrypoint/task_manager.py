@@ -124,8 +124,11 @@ async def _serve(configuration: Configuration, port_file: str | Path | None, sto
     )
     await task_executor.start()
     if leader is not None:
-        leader.on_change(lambda address: address and task_executor.post(
-            task_executor.notify_resource_manager_leader, address))
+        leader.on_change(lambda address, session: address and task_executor.post(
+            task_executor.notify_resource_manager_leader, address, session))
+        if leader.address is not None:  # the leader now (it may have changed meanwhile)
+            task_executor.post(task_executor.notify_resource_manager_leader, leader.address,
+                               leader.session_id)
     warming: asyncio.Task[float] | None = None
     if configuration.get(TM_SPARK_WARM_UP):
         from flintlock.runtime.spark.warm_up import warm_up

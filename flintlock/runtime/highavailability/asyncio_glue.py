@@ -31,40 +31,43 @@ async def unless_stopped(awaitable: Awaitable[T], stop: asyncio.Event) -> T | No
 
 
 class LeaderAddressWatcher:
-    """A ``LeaderRetrievalListener`` that follows one component's address (e.g.
-    ``"resourcemanager"``) on ``loop``: ``address`` (None while no leader is known),
-    ``wait_for_address()``, and ``on_change`` callbacks run on the loop."""
+    """A ``LeaderRetrievalListener`` that follows one component (e.g. ``"resourcemanager"``)
+    of the leader on ``loop``: ``address`` and ``session_id`` (None while no leader is known),
+    ``wait_for_address()``, and ``on_change(callback(address, session_id))`` callbacks run on
+    the loop whenever the leadership changes (a new session, even at the same address)."""
 
     def __init__(self, component: str, loop: asyncio.AbstractEventLoop) -> None:
         self.component = component
         self.address: str | None = None
+        self.session_id: str | None = None
         self._loop = loop
         self._known = asyncio.Event()
-        self._callbacks: list[Callable[[str | None], None]] = []
+        self._callbacks: list[Callable[[str | None, str | None], None]] = []
 
     def notify_leader_address(self, leader: LeaderInformation | None) -> None:
         address = None if leader is None else leader.addresses.get(self.component)
+        session = None if leader is None or address is None else leader.session_id
         try:
-            self._loop.call_soon_threadsafe(self._set, address)
+            self._loop.call_soon_threadsafe(self._set, address, session)
         except RuntimeError:  # the loop closed: the process is stopping
             pass
 
     def handle_error(self, error: BaseException) -> None:
         log.error("leader retrieval failed: %s", error)
 
-    def _set(self, address: str | None) -> None:
-        if address == self.address:
+    def _set(self, address: str | None, session: str | None) -> None:
+        if (address, session) == (self.address, self.session_id):
             return
-        self.address = address
+        self.address, self.session_id = address, session
         log.info("leader %s: %s", self.component, address or "(none known)")
         if address is None:
             self._known.clear()
         else:
             self._known.set()
         for callback in list(self._callbacks):
-            callback(address)
+            callback(address, session)
 
-    def on_change(self, callback: Callable[[str | None], None]) -> None:
+    def on_change(self, callback: Callable[[str | None, str | None], None]) -> None:
         self._callbacks.append(callback)
 
     async def wait_for_address(self) -> str:

@@ -6,7 +6,8 @@
 - ``NONE``: no services (``create_ha_services`` returns None); a JobManager crash fails its
   jobs, as in Flink.
 - ``FILE``: ``file_services`` leader election and retrieval, for JobManagers on one host.
-- ``ZOOKEEPER``: not built yet; refused with a clear error.
+- ``ZOOKEEPER``: ``zookeeper_services`` (kazoo), for JobManagers on several hosts; the job
+  stores stay in ``high-availability.storageDir``, which every JobManager must reach.
 
 Every kind keeps its job stores under ``<high-availability.storageDir>/<cluster-id>/``:
 ``job-graphs/`` (``FileSystemJobGraphStore``) and, unless ``job-result-store.storage-path``
@@ -17,13 +18,20 @@ says otherwise, ``<high-availability.storageDir>/job-result-store/<cluster-id>/`
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from flintlock.config import Configuration
 from flintlock.config.options import (
     HA_CLUSTER_ID,
     HA_STORAGE_DIR,
     HA_TYPE,
+    HA_ZK_CONNECTION_TIMEOUT,
+    HA_ZK_MAX_RETRIES,
+    HA_ZK_QUORUM,
+    HA_ZK_RETRY_WAIT,
+    HA_ZK_ROOT,
+    HA_ZK_SESSION_TIMEOUT,
     JOB_RESULT_STORE_DELETE_ON_COMMIT,
     JOB_RESULT_STORE_PATH,
 )
@@ -31,9 +39,11 @@ from flintlock.exceptions import FlintlockException
 from flintlock.runtime.highavailability.file_services import (
     FileLeaderElectionService,
     FileLeaderRetrievalService,
+    read_leader,
 )
 from flintlock.runtime.highavailability.job_graph_store import FileSystemJobGraphStore
 from flintlock.runtime.highavailability.job_result_store import FileSystemJobResultStore
+from flintlock.runtime.highavailability.leader import LeaderInformation
 
 __all__ = ["HighAvailabilityConfigurationException", "HighAvailabilityServices",
            "create_ha_services"]
@@ -45,16 +55,19 @@ class HighAvailabilityConfigurationException(FlintlockException):
     """The high-availability settings are incomplete or invalid (the message says which)."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class HighAvailabilityServices:
     """The cluster's HA services.
 
     Attributes:
-        kind: ``"FILE"``.
-        directory: the cluster's HA directory (``<storageDir>/<cluster-id>``).
+        kind: ``"FILE"`` or ``"ZOOKEEPER"``.
+        directory: the cluster's HA directory (``<storageDir>/<cluster-id>``): the job stores,
+            and with FILE the leader's lock and file.
         job_result_store_uri: where job results are kept.
         delete_on_commit: ``job-result-store.delete-on-commit``.
         poll_interval_s: how often file election and retrieval look (s).
+        zookeeper: with ZOOKEEPER, (quorum, cluster node, session timeout s, connection timeout
+            s, retry wait s, max retries).
     """
 
     kind: str
@@ -62,18 +75,67 @@ class HighAvailabilityServices:
     job_result_store_uri: str
     delete_on_commit: bool = False
     poll_interval_s: float = 0.1
+    zookeeper: tuple[str, str, float, float, float, int] | None = None
+    _client: Any = field(default=None, repr=False, compare=False)
 
-    def leader_election_service(self) -> FileLeaderElectionService:
+    def _zookeeper_client(self) -> Any:
+        """The process's ZooKeeper client, connected on first use.
+
+        Raises:
+            ZooKeeperConnectionException: the quorum cannot be reached.
+        """
+        if self._client is None:
+            from flintlock.runtime.highavailability.zookeeper_services import connect
+
+            assert self.zookeeper is not None
+            quorum, _, session, connection, wait, retries = self.zookeeper
+            self._client = connect(quorum, session, connection, wait, retries)
+        return self._client
+
+    def leader_election_service(self) -> Any:
+        """A new election service (one per leadership contest)."""
+        if self.kind == "ZOOKEEPER":
+            from flintlock.runtime.highavailability.zookeeper_services import (
+                ZooKeeperLeaderElectionService,
+            )
+
+            assert self.zookeeper is not None
+            return ZooKeeperLeaderElectionService(self._zookeeper_client(), self.zookeeper[1])
         return FileLeaderElectionService(self.directory, self.poll_interval_s)
 
-    def leader_retrieval_service(self) -> FileLeaderRetrievalService:
+    def leader_retrieval_service(self) -> Any:
+        if self.kind == "ZOOKEEPER":
+            from flintlock.runtime.highavailability.zookeeper_services import (
+                ZooKeeperLeaderRetrievalService,
+            )
+
+            assert self.zookeeper is not None
+            return ZooKeeperLeaderRetrievalService(self._zookeeper_client(), self.zookeeper[1])
         return FileLeaderRetrievalService(self.directory, self.poll_interval_s)
+
+    def current_leader(self) -> LeaderInformation | None:
+        """The leader now (one read; None while none is known)."""
+        if self.kind == "ZOOKEEPER":
+            from flintlock.runtime.highavailability.zookeeper_services import (
+                read_zookeeper_leader,
+            )
+
+            assert self.zookeeper is not None
+            return read_zookeeper_leader(self._zookeeper_client(), self.zookeeper[1])
+        return read_leader(self.directory)
 
     def job_graph_store(self) -> FileSystemJobGraphStore:
         return FileSystemJobGraphStore(f"{self.directory}/job-graphs")
 
     def job_result_store(self) -> FileSystemJobResultStore:
         return FileSystemJobResultStore(self.job_result_store_uri, self.delete_on_commit)
+
+    def close(self) -> None:
+        """Close the ZooKeeper client (its ephemeral nodes go with its session)."""
+        if self._client is not None:
+            self._client.stop()
+            self._client.close()
+            self._client = None
 
 
 def create_ha_services(configuration: Configuration) -> HighAvailabilityServices | None:
@@ -86,10 +148,12 @@ def create_ha_services(configuration: Configuration) -> HighAvailabilityServices
     kind = configuration.get(HA_TYPE)
     if kind == "NONE":
         return None
-    if kind == "ZOOKEEPER":
+    quorum = configuration.get(HA_ZK_QUORUM)
+    if kind == "ZOOKEEPER" and not quorum:
         raise HighAvailabilityConfigurationException(
-            "high-availability.type: ZOOKEEPER is not available yet; use FILE for JobManagers "
-            "on one host (high-availability.type: FILE with high-availability.storageDir)")
+            "high-availability.type: ZOOKEEPER needs high-availability.zookeeper.quorum, the "
+            "ensemble's host:port[,host:port...] (e.g. -D high-availability.zookeeper.quorum="
+            "127.0.0.1:2181)")
     storage = configuration.get(HA_STORAGE_DIR)
     if not storage:
         raise HighAvailabilityConfigurationException(
@@ -104,11 +168,20 @@ def create_ha_services(configuration: Configuration) -> HighAvailabilityServices
     storage = storage.rstrip("/")
     if storage.startswith("file://"):
         storage = storage[len("file://"):]
-    elif "://" in storage:
+    elif "://" in storage and kind == "FILE":
         raise HighAvailabilityConfigurationException(
             f"high-availability.type: FILE elects the leader with a lock file on this host, so "
             f"high-availability.storageDir must be a local directory, not {storage!r}")
     cluster = cluster_id.strip("/")
     results = configuration.get(JOB_RESULT_STORE_PATH) or f"{storage}/job-result-store/{cluster}"
+    zookeeper = None
+    if kind == "ZOOKEEPER":
+        root = configuration.get(HA_ZK_ROOT).rstrip("/")
+        if not root.startswith("/"):
+            root = "/" + root
+        zookeeper = (str(quorum), f"{root}/{cluster}", configuration.get(HA_ZK_SESSION_TIMEOUT),
+                     configuration.get(HA_ZK_CONNECTION_TIMEOUT),
+                     configuration.get(HA_ZK_RETRY_WAIT), configuration.get(HA_ZK_MAX_RETRIES))
     return HighAvailabilityServices(kind, f"{storage}/{cluster}", results,
-                                    configuration.get(JOB_RESULT_STORE_DELETE_ON_COMMIT))
+                                    configuration.get(JOB_RESULT_STORE_DELETE_ON_COMMIT),
+                                    zookeeper=zookeeper)

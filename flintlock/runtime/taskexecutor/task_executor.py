@@ -160,6 +160,7 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
         self._rpc = rpc_service
         self._configuration = configuration
         self._rm_address = resource_manager_address
+        self._rm_leader_session: str | None = None  # with high availability
         self._services = services
         self._spark_info = dict(spark_info or {})
         self._rpc_timeout_s = configuration.get(RPC_ASK_TIMEOUT)
@@ -325,14 +326,18 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
     async def disconnect_resource_manager(self, cause: str) -> None:
         self._reconnect_to_resource_manager(cause)
 
-    def notify_resource_manager_leader(self, address: str) -> None:
-        """Leader retrieval found a new leader's ResourceManager at ``address`` (high
-        availability). The JobManager process that led before is gone with its JobMasters, so
+    def notify_resource_manager_leader(self, address: str, session_id: str | None) -> None:
+        """Leader retrieval found a new leadership (``session_id``) whose ResourceManager is at
+        ``address`` (high availability). The leadership before is over with its JobMasters, so
         their jobs are released (tasks failed, slots freed), then this TaskExecutor registers
         at the new leader (Flink ``ResourceManagerLeaderListener``; Flink's ``JobLeaderService``
         would offer the slots to the jobs' new JobMasters instead)."""
-        if address == self._rm_connection.address or self._stopping:
+        if session_id == self._rm_leader_session or self._stopping:
             return
+        first = self._rm_leader_session is None and address == self._rm_connection.address
+        self._rm_leader_session = session_id
+        if first:
+            return  # the leader this TaskExecutor was started with
         cause = f"the JobManager leader changed (its ResourceManager is now at {address})"
         for job_id in sorted(self._table.jobs() | set(self._jobs), key=str):
             self._release_job(job_id, cause, tell_job_master=False)

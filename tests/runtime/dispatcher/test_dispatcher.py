@@ -56,7 +56,7 @@ class FakeJobMaster(TestingEndpoint):
         self.kwargs["on_terminal"](_archived(jg, state), JobResult(jg.job_id, jg.name, status, 4))
 
 
-async def _setup(conf: dict[str, str] | None = None) -> tuple[Any, ...]:
+async def _setup(conf: dict[str, str] | None = None, **dispatcher: Any) -> tuple[Any, ...]:
     rpc = InProcRpcService()
     rm = TestingEndpoint("resourcemanager", ResourceManagerGateway,
                          request_resource_overview=lambda: ResourceOverview(2, 4, 3))
@@ -69,7 +69,8 @@ async def _setup(conf: dict[str, str] | None = None) -> tuple[Any, ...]:
         masters.append(jm)
         return jm
 
-    d = Dispatcher(rpc, Configuration(conf or {}), rm.address, job_master_factory=factory)
+    d = Dispatcher(rpc, Configuration(conf or {}), rm.address, job_master_factory=factory,
+                   **dispatcher)
     await d.start()
     gw = await rpc.connect(d.address, DispatcherGateway)
     return rpc, rm, d, gw, masters

@@ -10,10 +10,7 @@ from typing import Any
 
 import pytest
 
-from flintlock.config import Configuration
-from flintlock.runtime.dispatcher.dispatcher import Dispatcher
 from flintlock.runtime.dispatcher.exceptions import DuplicateJobSubmissionException
-from flintlock.runtime.dispatcher.gateway import DispatcherGateway
 from flintlock.runtime.dispatcher.job_persistence import JobPersistence
 from flintlock.runtime.highavailability.job_graph_store import FileSystemJobGraphStore
 from flintlock.runtime.highavailability.job_result_store import (
@@ -21,11 +18,8 @@ from flintlock.runtime.highavailability.job_result_store import (
     JobResultEntry,
 )
 from flintlock.runtime.jobgraph.types import JobStatus
-from flintlock.runtime.resourcemanager.gateway import ResourceManagerGateway, ResourceOverview
-from flintlock.runtime.rpc.service import InProcRpcService
-from flintlock.testing.gateways import TestingEndpoint
 from flintlock.testing.waiting import wait_until
-from tests.runtime.dispatcher.test_dispatcher import FakeJobMaster, _job
+from tests.runtime.dispatcher.test_dispatcher import _job, _setup
 
 
 def _persistence(root: Path) -> JobPersistence:
@@ -35,23 +29,10 @@ def _persistence(root: Path) -> JobPersistence:
 
 async def _leader(root: Path, recover: bool) -> tuple[Any, ...]:
     """A Dispatcher as a leader starts it: with the stores, and what it recovered from them."""
-    rpc = InProcRpcService()
-    rm = TestingEndpoint("resourcemanager", ResourceManagerGateway,
-                         request_resource_overview=lambda: ResourceOverview(2, 4, 3))
-    rpc.register(rm)
-    await rm.start()
-    masters: list[FakeJobMaster] = []
-
-    def factory(**kwargs: Any) -> FakeJobMaster:
-        masters.append(FakeJobMaster(**kwargs))
-        return masters[-1]
-
     persistence = _persistence(root)
-    d = Dispatcher(rpc, Configuration(), rm.address, job_master_factory=factory,
-                   persistence=persistence,
-                   recovered=persistence.recover() if recover else None)
-    await d.start()
-    return d, rm, await rpc.connect(d.address, DispatcherGateway), masters
+    _, rm, d, gw, masters = await _setup(
+        persistence=persistence, recovered=persistence.recover() if recover else None)
+    return d, rm, gw, masters
 
 
 def test_a_new_leader_runs_unfinished_jobs_again_and_lists_finished_ones(tmp_path: Path) -> None:

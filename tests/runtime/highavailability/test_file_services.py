@@ -18,33 +18,8 @@ from flintlock.runtime.highavailability.file_services import (
     read_leader,
 )
 from flintlock.runtime.highavailability.leader import LeaderInformation
+from flintlock.testing.leadership import RecordingContender, RecordingListener
 from flintlock.testing.waiting import wait_until_sync
-
-
-class _Contender:
-    def __init__(self) -> None:
-        self.sessions: list[str] = []
-        self.errors: list[BaseException] = []
-
-    def grant_leadership(self, session_id: str) -> None:
-        self.sessions.append(session_id)
-
-    def revoke_leadership(self) -> None:
-        self.sessions.append("revoked")
-
-    def handle_error(self, error: BaseException) -> None:
-        self.errors.append(error)
-
-
-class _Listener:
-    def __init__(self) -> None:
-        self.seen: list[LeaderInformation | None] = []
-
-    def notify_leader_address(self, leader: LeaderInformation | None) -> None:
-        self.seen.append(leader)
-
-    def handle_error(self, error: BaseException) -> None:
-        raise AssertionError(error)
 
 
 def _info(session: str, n: int) -> LeaderInformation:
@@ -54,31 +29,31 @@ def _info(session: str, n: int) -> LeaderInformation:
 
 def test_one_contender_leads_and_the_next_takes_over_when_it_stops(tmp_path: Path) -> None:
     first, second = FileLeaderElectionService(tmp_path), FileLeaderElectionService(tmp_path)
-    a, b = _Contender(), _Contender()
+    a, b = RecordingContender(), RecordingContender()
     first.start(a)
-    wait_until_sync(lambda: a.sessions, 5)
+    wait_until_sync(lambda: a.events, 5)
     second.start(b)
-    listener = _Listener()
+    listener = RecordingListener()
     retrieval = FileLeaderRetrievalService(tmp_path, poll_interval_s=0.02)
     retrieval.start(listener)
     try:
-        assert first.confirm_leadership(a.sessions[0], _info(a.sessions[0], 7000))
+        assert first.confirm_leadership(a.session, _info(a.session, 7000))
         wait_until_sync(lambda: listener.seen and listener.seen[-1] is not None, 5,
                         describe=lambda: listener.seen)
-        assert listener.seen[-1] == _info(a.sessions[0], 7000)
-        assert b.sessions == []  # the lock is held: the second waits
+        assert listener.seen[-1] == _info(a.session, 7000)
+        assert b.events == []  # the lock is held: the second waits
         assert not second.confirm_leadership("stale", _info("stale", 1))  # not its session
         first.stop()  # withdraws its information and releases the lock
-        wait_until_sync(lambda: b.sessions, 5)
-        assert b.sessions[0] != a.sessions[0] and second.has_leadership(b.sessions[0])
-        assert second.confirm_leadership(b.sessions[0], _info(b.sessions[0], 8000))
-        wait_until_sync(lambda: listener.seen[-1] == _info(b.sessions[0], 8000), 5,
+        wait_until_sync(lambda: b.events, 5)
+        assert b.session != a.session and second.has_leadership(b.session)
+        assert second.confirm_leadership(b.session, _info(b.session, 8000))
+        wait_until_sync(lambda: listener.seen[-1] == _info(b.session, 8000), 5,
                         describe=lambda: listener.seen)
     finally:
         retrieval.stop()
         second.stop()
         first.stop()
-    assert read_leader(tmp_path) is None and not a.errors and not b.errors
+    assert read_leader(tmp_path) is None and a.events[1:] == [] and b.events[1:] == []
 
 
 def test_a_killed_leader_process_is_replaced(tmp_path: Path) -> None:
@@ -102,20 +77,20 @@ def test_a_killed_leader_process_is_replaced(tmp_path: Path) -> None:
     """)
     child = subprocess.Popen([sys.executable, "-c", program], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)
-    standby, contender = FileLeaderElectionService(tmp_path, 0.02), _Contender()
+    standby, contender = FileLeaderElectionService(tmp_path, 0.02), RecordingContender()
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "leader"
         standby.start(contender)
         assert read_leader(tmp_path).addresses == {"rest": "http://old"}  # type: ignore[union-attr]
-        assert contender.sessions == []
+        assert contender.events == []
         os.kill(child.pid, signal.SIGKILL)
         child.wait(10)
-        wait_until_sync(lambda: contender.sessions, 5)
+        wait_until_sync(lambda: contender.events, 5)
         # the dead leader's information stays until the new leader publishes its own
         assert read_leader(tmp_path).addresses == {"rest": "http://old"}  # type: ignore[union-attr]
-        assert standby.confirm_leadership(contender.sessions[0],
-                                          _info(contender.sessions[0], 9000))
-        assert read_leader(tmp_path) == _info(contender.sessions[0], 9000)
+        assert standby.confirm_leadership(contender.session,
+                                          _info(contender.session, 9000))
+        assert read_leader(tmp_path) == _info(contender.session, 9000)
     finally:
         child.kill()
         standby.stop()
@@ -132,12 +107,12 @@ def test_a_leader_file_that_is_not_a_leader_document_reads_as_no_leader(
 
 
 def test_confirming_another_sessions_information_is_a_bug(tmp_path: Path) -> None:
-    service, contender = FileLeaderElectionService(tmp_path), _Contender()
+    service, contender = FileLeaderElectionService(tmp_path), RecordingContender()
     service.start(contender)
     try:
-        wait_until_sync(lambda: contender.sessions, 5)
+        wait_until_sync(lambda: contender.events, 5)
         with pytest.raises(ValueError, match="confirmed under session"):
-            service.confirm_leadership(contender.sessions[0], _info("other", 1))
+            service.confirm_leadership(contender.session, _info("other", 1))
     finally:
         service.stop()
 

@@ -102,7 +102,8 @@ def test_services_come_from_the_configuration(tmp_path: Path) -> None:
      "must be a local directory"),
     ({"high-availability.type": "FILE", "high-availability.storageDir": "/tmp/ha",
       "high-availability.cluster-id": "/../x"}, "must be a path of names"),
-    ({"high-availability.type": "ZOOKEEPER"}, "not available yet"),
+    ({"high-availability.type": "ZOOKEEPER", "high-availability.storageDir": "/tmp/ha"},
+     "needs high-availability.zookeeper.quorum"),
 ])
 def test_incomplete_settings_are_named(settings: dict[str, str], message: str) -> None:
     with pytest.raises(HighAvailabilityConfigurationException, match=message):

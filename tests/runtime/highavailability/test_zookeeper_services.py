@@ -1,0 +1,99 @@
+"""Leader election and retrieval through a real ZooKeeper server (Debian's package): one leader
+at a time, the next one after it stops, leadership given up when ZooKeeper stops answering, a
+clear error for an unreachable quorum."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flintlock.config import Configuration
+from flintlock.runtime.highavailability.leader import LeaderInformation
+from flintlock.runtime.highavailability.services import create_ha_services
+from flintlock.runtime.highavailability.zookeeper_services import (
+    ZooKeeperConnectionException,
+    connect,
+)
+from flintlock.testing.leadership import RecordingContender, RecordingListener
+from flintlock.testing.waiting import wait_until_sync
+from flintlock.testing.zookeeper import ZooKeeperServer, require_zookeeper
+
+pytestmark = [pytest.mark.process]
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    require_zookeeper()
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
+    yield server
+    server.stop()
+
+
+def _services(zookeeper: ZooKeeperServer, tmp_path: Path, cluster: str, **more: str) -> Any:
+    return create_ha_services(Configuration({
+        "high-availability.type": "zookeeper", "high-availability.zookeeper.quorum":
+        zookeeper.quorum, "high-availability.storageDir": str(tmp_path),
+        "high-availability.cluster-id": cluster, **more}))
+
+
+def test_one_leader_at_a_time_and_the_next_after_it_stops(zookeeper: ZooKeeperServer,
+                                                          tmp_path: Path) -> None:
+    # separate services: separate ZooKeeper sessions, as separate JobManager processes have
+    first, second, client = (_services(zookeeper, tmp_path, "/one") for _ in range(3))
+    a, b, listener = RecordingContender(), RecordingContender(), RecordingListener()
+    election_a = first.leader_election_service()
+    election_a.start(a)
+    wait_until_sync(lambda: a.events, 10)
+    election_b = second.leader_election_service()
+    election_b.start(b)
+    retrieval = client.leader_retrieval_service()
+    retrieval.start(listener)
+    try:
+        info_a = LeaderInformation(a.session, {"rest": "http://127.0.0.1:1"})
+        assert election_a.confirm_leadership(a.session, info_a)
+        wait_until_sync(lambda: listener.seen and listener.seen[-1] == info_a, 10,
+                        describe=lambda: listener.seen)
+        assert client.current_leader() == info_a and b.events == []
+        election_a.stop()  # withdraws its information, releases the latch
+        wait_until_sync(lambda: b.events, 10)
+        assert b.events[0].startswith("granted") and b.session != a.session
+        info_b = LeaderInformation(b.session, {"rest": "http://127.0.0.1:2"})
+        assert election_b.confirm_leadership(b.session, info_b)
+        wait_until_sync(lambda: listener.seen[-1] == info_b, 10, describe=lambda: listener.seen)
+    finally:
+        retrieval.stop()
+        election_b.stop()
+        election_a.stop()
+        for services in (first, second, client):
+            services.close()
+    assert a.events[1:] == [] and b.events[1:] == []  # nobody was revoked
+
+
+def test_a_leader_gives_up_when_zookeeper_stops_answering(zookeeper: ZooKeeperServer,
+                                                          tmp_path: Path) -> None:
+    services = _services(zookeeper, tmp_path, "/two",
+                         **{"high-availability.zookeeper.client.session-timeout": "4 s"})
+    contender = RecordingContender()
+    election = services.leader_election_service()
+    election.start(contender)
+    try:
+        wait_until_sync(lambda: contender.events, 10)
+        zookeeper.suspend()
+        try:
+            wait_until_sync(lambda: "revoked" in contender.events, 30,
+                            describe=lambda: contender.events)
+            assert not election.has_leadership(contender.session)
+        finally:
+            zookeeper.resume()
+    finally:
+        election.stop()
+        services.close()
+
+
+def test_an_unreachable_quorum_is_named_after_its_retries() -> None:
+    with pytest.raises(ZooKeeperConnectionException,
+                       match=r"127.0.0.1:1 \(2 attempts of 0.5 s; high-availability.zookeeper"):
+        connect("127.0.0.1:1", 4.0, 0.5, 0.05, 2)
