@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from flintlock.client.remote import cluster_state_dir
 from flintlock.client.rest_cluster_client import RestClusterClient
 from flintlock.config import Configuration
-from flintlock.config.options import CLUSTER_SECRET, HA_TYPE, LOG_DIR, TM_CPU_CORES
+from flintlock.config.options import CLUSTER_SECRET, HA_TYPE, LOG_DIR, OPTIONS, TM_CPU_CORES
 from flintlock.exceptions import FlintlockException
 from flintlock.runtime.entrypoint.common import SECRET_ENV
 from flintlock.runtime.highavailability.services import (
@@ -156,7 +156,8 @@ def _high_availability(configuration: Configuration, dynamic: list[str], state: 
         raise StandaloneClusterException(str(exc)) from None
     if ha is None:
         return extra, None
-    settings = {key: str(effective.get_raw(key)) for key in _HA_KEYS if effective.contains(key)}
+    settings = {key: str(effective.get_raw(key)) for key in _HA_KEYS
+                if effective.contains(OPTIONS[key])}
     return extra, settings
 
 

@@ -175,6 +175,7 @@ async def _lead_once(configuration: Configuration, rpc: Any, secret: str | None,
                  configuration.get(REST_BIND_ADDRESS), rest.port)
         await unless_stopped(events.lost.wait(), stop)
         if events.lost.is_set():
+            write_port_file(port_file, rpc_port=rpc.port, leader=False)
             log.warning("JobManager lost its leadership (%s): its jobs are suspended; standing "
                         "by again", events.why_lost)
     finally:
