@@ -112,6 +112,7 @@ async def _serve(configuration: Configuration, port_file: str | Path | None, sto
         found = await unless_stopped(leader.wait_for_address(), stop)
         if found is None:  # stopped before any JobManager led
             retrieval.stop()
+            ha.close()
             spark.stop()
             if owned_shuffle_dir:
                 shutil.rmtree(owned_shuffle_dir, ignore_errors=True)
@@ -149,6 +150,8 @@ async def _serve(configuration: Configuration, port_file: str | Path | None, sto
         log.info("TaskManager stopping")
         if retrieval is not None:
             retrieval.stop()
+        if ha is not None:
+            ha.close()
         if reporter is not None:
             await reporter.stop()
         await task_executor.stop()
