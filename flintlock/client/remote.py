@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from flintlock.client.job_client import PollingJobClient, wait_for_savepoint
 from flintlock.client.rest_cluster_client import RestClusterClient
@@ -28,6 +27,7 @@ from flintlock.config.options import (
     REST_ADDRESS,
     REST_PORT,
 )
+from flintlock.exceptions import FlintlockException
 from flintlock.runtime.entrypoint.common import SECRET_ENV
 from flintlock.runtime.executiongraph.archived import (
     ArchivedExecution,
@@ -85,42 +85,48 @@ def _leader_of(configuration: Configuration) -> Callable[[], tuple[str, int] | N
     if configuration.contains(REST_ADDRESS) or (
             configuration.contains(REST_PORT) and int(configuration.get(REST_PORT)) != 0):
         return None
-    from flintlock.client.standalone_cluster import HA_SETTINGS_FILE, leader_rest_endpoint
+    from flintlock.client.standalone_cluster import cluster_ha_services
     from flintlock.runtime.highavailability.services import create_ha_services
 
     ha = create_ha_services(configuration)
-    if ha is not None:
-        def current() -> tuple[str, int] | None:
+    from_state = ha is None
+    if from_state:
+        ha = cluster_ha_services(cluster_state_dir(configuration))
+    if ha is None:
+        return None
+
+    def current() -> tuple[str, int] | None:
+        try:
             leader = ha.current_leader()
-            url = urlsplit(leader.addresses.get("rest", "")) if leader is not None else None
-            return (url.hostname, url.port) if url and url.hostname and url.port else None
+        except FlintlockException:  # a started cluster's ZooKeeper unreachable: no leader known
+            if not from_state:
+                raise
+            return None
+        return leader.rest_endpoint() if leader is not None else None
 
-        return current
-    state = cluster_state_dir(configuration)
-    if (state / HA_SETTINGS_FILE).exists():
-        return lambda: leader_rest_endpoint(state)
-    return None
+    return current
 
 
-def _rest_endpoint(configuration: Configuration) -> tuple[str, int]:
+def _rest_endpoint(configuration: Configuration,
+                   leader: Callable[[], tuple[str, int] | None] | None) -> tuple[str, int]:
     """(host, port) of the REST server to talk to: the leader's with high availability (when
     one is known), else ``rest.address`` and ``_rest_port``."""
-    leader = _leader_of(configuration)
     endpoint = leader() if leader is not None else None
     return endpoint or (configuration.get(REST_ADDRESS), _rest_port(configuration))
 
 
 def rest_url(configuration: Configuration) -> str:
     """``http://<host>:<port>`` of the cluster this configuration reaches."""
-    host, port = _rest_endpoint(configuration)
+    host, port = _rest_endpoint(configuration, _leader_of(configuration))
     return f"http://{host}:{port}"
 
 
 def rest_client_for(configuration: Configuration) -> RestClusterClient:
     """A client of the configured cluster; with high availability it follows the leader."""
-    host, port = _rest_endpoint(configuration)
+    leader = _leader_of(configuration)
+    host, port = _rest_endpoint(configuration, leader)
     return RestClusterClient(host, port, _secret(configuration),
-                             configuration.get(CLIENT_TIMEOUT), leader=_leader_of(configuration))
+                             configuration.get(CLIENT_TIMEOUT), leader=leader)
 
 
 def submit_remote(job_graph: JobGraph, configuration: Configuration, show_progress: bool) -> RemoteJobClient:

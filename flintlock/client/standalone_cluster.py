@@ -1,7 +1,8 @@
 """``flintlock cluster start|stop``: a standalone session cluster on this machine.
 
 Like Flink's ``start-cluster.sh`` / ``stop-cluster.sh``: one JobManager (or several, one leading
-and the others standing by, with high availability) and N TaskManagers as background processes. Everything lives in the state directory (``cluster.state-dir``, default
+and the others standing by, with high availability) and N TaskManagers as background processes.
+Everything lives in the state directory (``cluster.state-dir``, default
 ``~/.flintlock/cluster``): ``<name>.pid``, ``<name>.port`` (JSON with the bound ports), ``log/<name>.log``
 and ``secret`` (mode 0600; the cluster secret, generated when ``security.cluster.secret`` is unset).
 Each daemon runs in its own session (process group), so ``stop`` also ends its Spark JVM.
@@ -19,7 +20,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from flintlock.client.remote import cluster_state_dir
 from flintlock.client.rest_cluster_client import RestClusterClient
@@ -29,6 +29,7 @@ from flintlock.exceptions import FlintlockException
 from flintlock.runtime.entrypoint.common import SECRET_ENV
 from flintlock.runtime.highavailability.services import (
     HighAvailabilityConfigurationException,
+    HighAvailabilityServices,
     create_ha_services,
 )
 
@@ -39,6 +40,7 @@ __all__ = [
     "HA_SETTINGS_FILE",
     "ClusterInfo",
     "StandaloneClusterException",
+    "cluster_ha_services",
     "leader_rest_endpoint",
     "running_cluster_rest_port",
     "start_cluster",
@@ -171,31 +173,29 @@ _HA_KEYS = ("high-availability.type", "high-availability.storageDir",
             "high-availability.zookeeper.client.max-retry-attempts")
 
 
-def _leader_rest(settings: dict[str, str]) -> tuple[str, int] | None:
+def _leader_rest(ha: HighAvailabilityServices) -> tuple[str, int] | None:
     """(host, port) of the leading JobManager's REST server (None while none leads)."""
-    ha = create_ha_services(Configuration(settings))
-    if ha is None:
-        return None
-    try:
-        leader = ha.current_leader()
-    finally:
-        ha.close()
-    url = urlsplit(leader.addresses.get("rest", "")) if leader is not None else None
-    return (url.hostname, url.port) if url is not None and url.hostname and url.port else None
+    leader = ha.current_leader()
+    return leader.rest_endpoint() if leader is not None else None
 
 
 def _wait_for_leader(settings: dict[str, str], started: list[tuple[str, subprocess.Popen[bytes]]],
                      state: Path, timeout_s: float) -> tuple[str, int]:
     """(host, port) of the leading JobManager's REST server, once one leads."""
+    ha = create_ha_services(Configuration(settings))
+    assert ha is not None
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        endpoint = _leader_rest(settings)
-        if endpoint is not None:
-            return endpoint
-        if all(proc.poll() is not None for _, proc in started):
-            raise StandaloneClusterException(
-                f"every JobManager exited during start-up; see the logs in {state / 'log'}")
-        time.sleep(0.1)
+    try:
+        while time.monotonic() < deadline:
+            endpoint = _leader_rest(ha)
+            if endpoint is not None:
+                return endpoint
+            if all(proc.poll() is not None for _, proc in started):
+                raise StandaloneClusterException(
+                    f"every JobManager exited during start-up; see the logs in {state / 'log'}")
+            time.sleep(0.1)
+    finally:
+        ha.close()
     raise StandaloneClusterException(
         f"no JobManager became the leader within {timeout_s:.0f} s; see the logs in "
         f"{state / 'log'}")
@@ -278,14 +278,26 @@ def _job_manager_names(n: int) -> list[str]:
     return ["jobmanager", *(f"jobmanager-{i}" for i in range(1, n))]
 
 
-def leader_rest_endpoint(state: Path) -> tuple[str, int] | None:
-    """(host, port) of the leading JobManager's REST server of a cluster started from ``state``
-    with high availability, else None."""
+def cluster_ha_services(state: Path) -> HighAvailabilityServices | None:
+    """The high-availability services of a cluster started from ``state`` with several
+    JobManagers (its ``ha.json``), else None."""
     settings = _read_json(state / HA_SETTINGS_FILE)
     if not settings:
         return None
+    return create_ha_services(Configuration({str(k): str(v) for k, v in settings.items()}))
+
+
+def leader_rest_endpoint(state: Path) -> tuple[str, int] | None:
+    """(host, port) of the leading JobManager's REST server of a cluster started from ``state``
+    with high availability, else None."""
     try:
-        return _leader_rest({str(k): str(v) for k, v in settings.items()})
+        ha = cluster_ha_services(state)
+        if ha is None:
+            return None
+        try:
+            return _leader_rest(ha)
+        finally:
+            ha.close()
     except FlintlockException:  # e.g. ZooKeeper unreachable
         return None
 

@@ -38,7 +38,12 @@ from flintlock.runtime.checkpoint.snapshots import (
     subtask_key,
 )
 
-__all__ = ["CheckpointRestoreException", "map_to_job"]
+__all__ = ["CHANGED_STATE_ADVICE", "CheckpointRestoreException", "map_to_job"]
+
+#: what to do about state that changed under the same uid (``map_to_job``, ``TimedOperators``)
+CHANGED_STATE_ADVICE = (
+    "Restore with the program that took the savepoint, or give the changed operator a new "
+    "uid(): it then starts with empty state, and --allow-non-restored-state drops the old one.")
 
 
 class CheckpointRestoreException(FlintlockException):
@@ -69,9 +74,7 @@ def _check_kind(checkpoint: CompletedCheckpoint, handle: OperatorStateHandle, ve
         f"{checkpoint.external_pointer}: its state was written by "
         f"{_KIND_NAMES.get(handle.kind, handle.kind)}, but the new program's operator with that "
         f"uid is {_KIND_NAMES.get(kinds[index], kinds[index])} (the state changed under the same "
-        "uid). Restore with the program that took the savepoint, or give the changed operator a "
-        "new uid(): it then starts with empty state, and --allow-non-restored-state drops the "
-        "old one.")
+        f"uid). {CHANGED_STATE_ADVICE}")
 
 
 def map_to_job(checkpoint: CompletedCheckpoint, job_graph: Any,

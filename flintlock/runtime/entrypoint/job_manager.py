@@ -10,7 +10,8 @@ contends for leadership; a standby runs nothing else. Once it leads it starts th
 ResourceManager, the Dispatcher with the jobs recovered from the JobGraph store (those without a
 result in the JobResultStore), REST and metrics, then publishes their addresses as the leader
 information that TaskManagers and clients follow. Its port file says ``"leader": false`` while it
-stands by and ``true`` (with the REST port) once it leads. A process that loses leadership stops.
+stands by and ``true`` (with the REST port) once it leads. A process that loses leadership stops
+those components (their jobs are suspended, for the next leader to run) and stands by again.
 
     python -m flintlock jobmanager [-D key=value ...] [--port-file FILE]
 """
@@ -115,11 +116,7 @@ async def _serve(configuration: Configuration, port_file: str | Path | None,
             try:
                 rest, reporter, _ = await _start_components(
                     configuration, rpc, secret, logs, stop, None, started)
-                write_port_file(port_file, rpc_port=rpc.port, rest_port=rest.port,
-                                metrics_port=reporter.port if reporter is not None else None)
-                log.info("JobManager serving: RPC %s:%d, REST http://%s:%d",
-                         configuration.get(JM_BIND_HOST), rpc.port,
-                         configuration.get(REST_BIND_ADDRESS), rest.port)
+                _serving(configuration, rpc, rest, reporter, port_file)
                 await stop.wait()
             finally:
                 log.info("JobManager stopping")
@@ -134,6 +131,15 @@ async def _serve(configuration: Configuration, port_file: str | Path | None,
         await loop_lag.stop()
         if port_file is not None:
             Path(port_file).unlink(missing_ok=True)
+
+
+def _serving(configuration: Configuration, rpc: Any, rest: Any, reporter: Any,
+             port_file: str | Path | None, **extra: Any) -> None:
+    """Write the port file of a JobManager that serves, and log it."""
+    write_port_file(port_file, rpc_port=rpc.port, rest_port=rest.port, **extra,
+                    metrics_port=reporter.port if reporter is not None else None)
+    log.info("JobManager serving: RPC %s:%d, REST http://%s:%d", configuration.get(JM_BIND_HOST),
+             rpc.port, configuration.get(REST_BIND_ADDRESS), rest.port)
 
 
 async def _stop_all(started: list[Any]) -> None:
@@ -168,11 +174,7 @@ async def _lead_once(configuration: Configuration, rpc: Any, secret: str | None,
         if not election.confirm_leadership(session, LeaderInformation(session, addresses)):
             log.warning("leadership was lost before it could be confirmed")
             return
-        write_port_file(port_file, rpc_port=rpc.port, rest_port=rest.port, leader=True,
-                        metrics_port=reporter.port if reporter is not None else None)
-        log.info("JobManager serving: RPC %s:%d, REST http://%s:%d",
-                 configuration.get(JM_BIND_HOST), rpc.port,
-                 configuration.get(REST_BIND_ADDRESS), rest.port)
+        _serving(configuration, rpc, rest, reporter, port_file, leader=True)
         await unless_stopped(events.lost.wait(), stop)
         if events.lost.is_set():
             write_port_file(port_file, rpc_port=rpc.port, leader=False)
@@ -189,9 +191,9 @@ async def _lead_once(configuration: Configuration, rpc: Any, secret: str | None,
 
 
 async def _standby_rest(configuration: Configuration, ha: Any, started: list[Any]) -> Any:
-    """A standby's REST server on ``rest.port``, redirecting to the leader's (``rest.standby``),
-    with the retrieval service it follows, both appended to ``started``; None when the port is
-    taken (the leader on this host serves it)."""
+    """A standby's REST server on ``rest.port``, redirecting to the leader's
+    (``runtime/rest/standby.py``), with the retrieval service it follows, both appended to
+    ``started``; None when the port is taken (the leader on this host serves it)."""
     from flintlock.runtime.rest.server import RestServer
     from flintlock.runtime.rest.standby import create_standby_app
 

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 __all__ = ["LeaderContender", "LeaderInformation", "LeaderRetrievalListener",
            "new_session_id"]
@@ -33,6 +34,11 @@ class LeaderInformation:
 
     def to_json(self) -> str:
         return json.dumps({"session_id": self.session_id, "addresses": dict(self.addresses)})
+
+    def rest_endpoint(self) -> tuple[str, int] | None:
+        """(host, port) of the leader's REST server (None when its address is not a URL)."""
+        url = urlsplit(self.addresses.get("rest", ""))
+        return (url.hostname, url.port) if url.hostname and url.port else None
 
     @classmethod
     def from_json(cls, text: str) -> LeaderInformation:

@@ -44,6 +44,12 @@ from flintlock.runtime.highavailability.file_services import (
 from flintlock.runtime.highavailability.job_graph_store import FileSystemJobGraphStore
 from flintlock.runtime.highavailability.job_result_store import FileSystemJobResultStore
 from flintlock.runtime.highavailability.leader import LeaderInformation
+from flintlock.runtime.highavailability.zookeeper_services import (
+    ZooKeeperLeaderElectionService,
+    ZooKeeperLeaderRetrievalService,
+    connect,
+    read_zookeeper_leader,
+)
 
 __all__ = ["HighAvailabilityConfigurationException", "HighAvailabilityServices",
            "create_ha_services"]
@@ -78,50 +84,33 @@ class HighAvailabilityServices:
     zookeeper: tuple[str, str, float, float, float, int] | None = None
     _client: Any = field(default=None, repr=False, compare=False)
 
-    def _zookeeper_client(self) -> Any:
-        """The process's ZooKeeper client, connected on first use.
+    def _zookeeper(self) -> tuple[Any, str]:
+        """The process's ZooKeeper client (connected on first use) and the cluster's node.
 
         Raises:
             ZooKeeperConnectionException: the quorum cannot be reached.
         """
+        assert self.zookeeper is not None
+        quorum, base, session, connection, wait, retries = self.zookeeper
         if self._client is None:
-            from flintlock.runtime.highavailability.zookeeper_services import connect
-
-            assert self.zookeeper is not None
-            quorum, _, session, connection, wait, retries = self.zookeeper
             self._client = connect(quorum, session, connection, wait, retries)
-        return self._client
+        return self._client, base
 
     def leader_election_service(self) -> Any:
         """A new election service (one per leadership contest)."""
         if self.kind == "ZOOKEEPER":
-            from flintlock.runtime.highavailability.zookeeper_services import (
-                ZooKeeperLeaderElectionService,
-            )
-
-            assert self.zookeeper is not None
-            return ZooKeeperLeaderElectionService(self._zookeeper_client(), self.zookeeper[1])
+            return ZooKeeperLeaderElectionService(*self._zookeeper())
         return FileLeaderElectionService(self.directory, self.poll_interval_s)
 
     def leader_retrieval_service(self) -> Any:
         if self.kind == "ZOOKEEPER":
-            from flintlock.runtime.highavailability.zookeeper_services import (
-                ZooKeeperLeaderRetrievalService,
-            )
-
-            assert self.zookeeper is not None
-            return ZooKeeperLeaderRetrievalService(self._zookeeper_client(), self.zookeeper[1])
+            return ZooKeeperLeaderRetrievalService(*self._zookeeper())
         return FileLeaderRetrievalService(self.directory, self.poll_interval_s)
 
     def current_leader(self) -> LeaderInformation | None:
         """The leader now (one read; None while none is known)."""
         if self.kind == "ZOOKEEPER":
-            from flintlock.runtime.highavailability.zookeeper_services import (
-                read_zookeeper_leader,
-            )
-
-            assert self.zookeeper is not None
-            return read_zookeeper_leader(self._zookeeper_client(), self.zookeeper[1])
+            return read_zookeeper_leader(*self._zookeeper())
         return read_leader(self.directory)
 
     def job_graph_store(self) -> FileSystemJobGraphStore:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flintlock.api.watermarks import ROWTIME_COLUMN
+from flintlock.runtime.checkpoint.savepoint_restore import CHANGED_STATE_ADVICE
 from flintlock.runtime.checkpoint.snapshots import OperatorStateHandle
 from flintlock.runtime.operators import specs as S
 from flintlock.runtime.operators.time_specs import (
@@ -365,9 +366,7 @@ class TimedOperators:
         raise OperatorException(
             f"Operator '{self.names.get(index, index)}' cannot use its restored state: the state "
             f"was written with other key or input columns than the program now has under the same "
-            f"uid ({'; '.join(changes)}). Restore with the program that took the savepoint, or "
-            "give the changed operator a new uid(): it then starts with empty state, and "
-            "--allow-non-restored-state drops the old one.", non_recoverable=True,
+            f"uid ({'; '.join(changes)}). {CHANGED_STATE_ADVICE}", non_recoverable=True,
             error_class="StateMigrationException")
 
     def _write(self, table: StateTable, df: Any, rows: Any, *marks: Any,
