@@ -33,6 +33,7 @@ from flintlock.runtime.ids import JobID, ResourceID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.metrics.loop_lag import LoopLagMonitor
 from flintlock.runtime.resourcemanager.gateway import ResourceManagerGateway
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 from flintlock.runtime.rpc.service import InProcRpcService, RpcService
 
 __all__ = ["MiniCluster"]
@@ -115,7 +116,7 @@ class MiniCluster:
         )
         await self.dispatcher.start()
         self._dispatcher_gateway = await self.rpc_service.connect(
-            self.dispatcher.address, DispatcherGateway
+            self.dispatcher.address, DispatcherGateway, fencing_token=DEFAULT_LEADER_ID
         )
         for _ in range(self.num_task_managers):
             await self.add_task_manager()
@@ -144,7 +145,8 @@ class MiniCluster:
         return te
 
     async def _wait_for_task_managers(self, count: int, timeout_s: float = 30.0) -> None:
-        rm = await self.rpc_service.connect(self.resource_manager.address, ResourceManagerGateway)
+        rm = await self.rpc_service.connect(self.resource_manager.address, ResourceManagerGateway,
+                                            fencing_token=DEFAULT_LEADER_ID)
         deadline = asyncio.get_running_loop().time() + timeout_s
         seen = None
         while asyncio.get_running_loop().time() < deadline:

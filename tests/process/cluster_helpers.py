@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -80,12 +81,21 @@ def wait_for_job_state(cluster: dict[str, Any], job_id: str, state: str, timeout
 
 
 def leader_pid(state: Path) -> int:
-    """The pid of the JobManager whose port file (under ``state``) says it leads."""
+    """The pid of the live JobManager whose port file (under ``state``) says it leads (a
+    killed one's file stays behind)."""
     for port_file in state.glob("jobmanager*.port"):
         data = json.loads(port_file.read_text())
-        if data.get("leader"):
+        if data.get("leader") and _alive(int(data["pid"])):
             return int(data["pid"])
     raise AssertionError("no JobManager port file says it leads")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def leads(state: Path, pid: int) -> bool:

@@ -1,11 +1,15 @@
 """JobManager high availability through a real ZooKeeper (Debian's package): a session cluster of
-two JobManagers and one TaskManager started with ``high-availability.type: ZOOKEEPER``.
+three JobManagers and one TaskManager started with ``high-availability.type: ZOOKEEPER``.
 
 - ZooKeeper stops answering (SIGSTOP) for longer than the session timeout while a batch job
   runs: the leader gives leadership up (its job is suspended, never FAILED), and once ZooKeeper
   answers again a leader runs the job to its exact output.
 - The leader is killed with SIGKILL while a job runs: a standby leads once the killed leader's
   ZooKeeper session expired, and the job finishes with its exact output.
+- The leader is paused (SIGSTOP: a partitioned or stalled process) until a standby took over and
+  finished the job, then resumed: the deposed leader finds out, stands by, and changes nothing
+  (its calls carry the old fencing token, its writes are checked against ZooKeeper): the output
+  stays exact and the job stays FINISHED.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ def zk_cluster(tmp_path: Path) -> Iterator[dict[str, Any]]:
          "-D", "heartbeat.timeout=5 s", *[a for k, v in ha.items() for a in ("-D", f"{k}={v}")]]
     services = create_ha_services(Configuration(ha))
     try:
-        start = subprocess.run([*FLINTLOCK, "cluster", "start", "--jobmanagers", "2",
+        start = subprocess.run([*FLINTLOCK, "cluster", "start", "--jobmanagers", "3",
                                 "--taskmanagers", "1", *d], capture_output=True, text=True,
                                timeout=300, cwd=REPO)
         assert start.returncode == 0, f"{start.stdout}\n{start.stderr}\n{logs(state / 'log')}"
@@ -144,3 +148,36 @@ def test_zookeeper_outage_suspends_the_job_and_a_killed_leader_is_replaced(
     assert _jobs(cluster)["through the outage"] == "FINISHED"  # listed, not run again
     print(f"new leader {took_over_s:.1f} s after the kill (session timeout "
           f"{SESSION_TIMEOUT_S} s)")
+
+    # 3. the leader is paused until another one finished its job, then resumed
+    out = tmp_path / "paused"
+    _submit(cluster, program, out, 600, "through the pause")
+    wait_until_sync(lambda: _jobs(cluster).get("through the pause") == "RUNNING", 120,
+                    interval_s=0.2, describe=lambda: _jobs(cluster))
+    old = _leader(cluster)
+    paused = leader_pid(cluster["state"])
+    os.kill(paused, signal.SIGSTOP)
+    try:
+        wait_until_sync(new_leader, 60, interval_s=0.1, describe=lambda: _leader(cluster))
+        wait_until_sync(lambda: _jobs(cluster).get("through the pause") == "FINISHED", 300,
+                        interval_s=0.5, describe=lambda: f"{_jobs(cluster)}\n"
+                        f"{logs(cluster['state'] / 'log')}")
+    finally:
+        os.kill(paused, signal.SIGCONT)
+    wait_until_sync(lambda: "lost its leadership" in _log_of(cluster["state"], paused), 60,
+                    interval_s=0.2, describe=lambda: _log_of(cluster["state"], paused)[-3000:])
+    assert parquet_ids(out) == list(range(1, 601))
+    assert _jobs(cluster)["through the pause"] == "FINISHED"
+    stored = cluster["services"].job_result_store()
+    results = [*stored.get_clean_results(), *stored.get_dirty_results()]
+    assert len(results) == 3 and {r.application_status for r in results} == {"SUCCEEDED"}, results
+    deposed = _log_of(cluster["state"], paused)
+    fenced = deposed.count("FencingTokenMismatch") + deposed.count("rejected")
+    print(f"deposed leader: {fenced} fenced calls, {deposed.count('no longer leads')} refused "
+          "writes")
+
+
+def _log_of(state: Path, pid: int) -> str:
+    """The process log of JobManager ``pid`` (``flintlock-jobmanager-<host>-<pid>.log``)."""
+    return "".join(p.read_text(errors="replace")
+                   for p in (state / "log").glob(f"flintlock-jobmanager-*-{pid}.log"))

@@ -40,6 +40,7 @@ from flintlock.runtime.executiongraph.archived import (
     JobDetails,
     JobResult,
 )
+from flintlock.runtime.highavailability.leader import LeadershipCheck, LeadershipLostException
 from flintlock.runtime.ids import JobID, ResourceID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import JobStatus, JobType
@@ -51,7 +52,7 @@ from flintlock.runtime.resourcemanager.gateway import (
     ResourceOverview,
     TaskManagerInfo,
 )
-from flintlock.runtime.rpc.endpoint import RpcEndpoint
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID, FencedRpcEndpoint
 from flintlock.runtime.rpc.messages import ACK, Acknowledge
 from flintlock.runtime.rpc.service import RpcService
 from flintlock.runtime.shuffle.layout import release_partitions
@@ -96,8 +97,12 @@ class JobManagerRunner:
         )
 
 
-class Dispatcher(RpcEndpoint):
+class Dispatcher(FencedRpcEndpoint):
     """The DispatcherGateway endpoint.
+
+    Fenced (Flink's ``DispatcherId``): it accepts calls carrying ``leader_id`` only; its
+    JobMasters and its calls to the ResourceManager use the same leader id (one leadership for
+    the JobManager's components, as Flink 1.15+'s multiple-component leader election).
 
     Args:
         rpc_service: where JobMasters are registered.
@@ -111,6 +116,11 @@ class Dispatcher(RpcEndpoint):
             (``job_persistence``): jobs are stored before they start and their results recorded.
         recovered: with high availability, what this leader recovered: its jobs start with the
             Dispatcher, unreadable ones are listed as FAILED, finished ones as they ended.
+        leader_id: the JobManager's leader session id (``DEFAULT_LEADER_ID`` without high
+            availability).
+        leadership_check: with high availability, confirms that this JobManager still leads
+            (raises ``LeadershipLostException``); the JobMasters run it before publishing
+            output, the Dispatcher before recording a job's result.
     """
 
     def __init__(
@@ -125,8 +135,11 @@ class Dispatcher(RpcEndpoint):
         endpoint_id: str = "dispatcher",
         persistence: JobPersistence | None = None,
         recovered: RecoveredJobs | None = None,
+        leader_id: str = DEFAULT_LEADER_ID,
+        leadership_check: LeadershipCheck | None = None,
     ) -> None:
-        super().__init__(endpoint_id, clock)
+        super().__init__(endpoint_id, clock, fencing_token=leader_id)
+        self._leadership_check = leadership_check
         self._rpc = rpc_service
         self._configuration = configuration
         self._rm_address = resource_manager_address
@@ -207,6 +220,8 @@ class Dispatcher(RpcEndpoint):
             resource_manager_address=self._rm_address,
             on_terminal=lambda archived, result: self.post(self._job_reached_terminal, archived, result),
             clock=self.clock,
+            fencing_token=self.fencing_token,
+            leadership_check=self._leadership_check,
         )
         runner = JobManagerRunner(job_graph, job_master, now, timestamps={"INITIALIZING": now})
         self._running[job_id] = runner
@@ -222,7 +237,8 @@ class Dispatcher(RpcEndpoint):
             log.error("JobMaster of job %s failed to start: %s", job_id, error)
             self._complete_without_job_master(runner, runner.start_error)
             return
-        runner.gateway = await self._rpc.connect(runner.job_master.address, JobMasterGateway)
+        runner.gateway = await self._rpc.connect(runner.job_master.address, JobMasterGateway,
+                                                 fencing_token=self.fencing_token)
         if runner.cancel_requested:
             self.run_async(runner.gateway.cancel())
 
@@ -247,7 +263,11 @@ class Dispatcher(RpcEndpoint):
                  archived.state.name)
         if self._persistence is not None and archived.state.is_globally_terminal():
             try:
+                if self._leadership_check is not None:
+                    self._leadership_check()
                 self._persistence.job_terminated(archived, result)
+            except LeadershipLostException as exc:  # the job is the newer leader's
+                log.warning("the result of job %s is not recorded: %s", archived.job_id, exc)
             except Exception:  # the next leader finishes the cleanup of a dirty entry
                 log.exception("recording the result of job %s failed", archived.job_id)
         if archived.job_type is JobType.STREAMING:
@@ -382,25 +402,29 @@ class Dispatcher(RpcEndpoint):
             jobs_failed=counts[JobStatus.FAILED],
         )
 
+    async def _resource_manager(self) -> ResourceManagerGateway:
+        return await self._rpc.connect(self._rm_address, ResourceManagerGateway,
+                                       fencing_token=self.fencing_token)
+
     async def _resource_overview(self) -> ResourceOverview:
-        rm = await self._rpc.connect(self._rm_address, ResourceManagerGateway)
+        rm = await self._resource_manager()
         return await rm.request_resource_overview()
 
     async def request_task_manager_infos(self) -> tuple[TaskManagerInfo, ...]:
-        rm = await self._rpc.connect(self._rm_address, ResourceManagerGateway)
+        rm = await self._resource_manager()
         return await rm.request_task_manager_infos()
 
     async def request_task_manager_log_list(self, resource_id: ResourceID) -> tuple[LogInfo, ...]:
-        rm = await self._rpc.connect(self._rm_address, ResourceManagerGateway)
+        rm = await self._resource_manager()
         return await rm.request_task_manager_log_list(resource_id)
 
     async def request_task_manager_log(self, resource_id: ResourceID, name: str | None,
                                        start: int, count: int) -> LogChunk:
-        rm = await self._rpc.connect(self._rm_address, ResourceManagerGateway)
+        rm = await self._resource_manager()
         return await rm.request_task_manager_log(resource_id, name, start, count)
 
     async def request_task_manager_metrics(self, resource_id: ResourceID) -> TaskManagerMetricsSnapshot:
-        rm = await self._rpc.connect(self._rm_address, ResourceManagerGateway)
+        rm = await self._resource_manager()
         return await rm.request_task_manager_metrics(resource_id)
 
     # ---- execute_and_collect of STREAMING jobs ----------------------------------------------------

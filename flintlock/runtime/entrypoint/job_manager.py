@@ -49,7 +49,11 @@ from flintlock.runtime.highavailability.asyncio_glue import (
     LeadershipEvents,
     unless_stopped,
 )
-from flintlock.runtime.highavailability.leader import LeaderInformation
+from flintlock.runtime.highavailability.leader import (
+    LeaderInformation,
+    LeadershipCheck,
+    LeadershipLostException,
+)
 from flintlock.runtime.highavailability.services import create_ha_services
 from flintlock.runtime.logs.files import LogDirectory
 from flintlock.runtime.logs.process_logs import (
@@ -60,6 +64,7 @@ from flintlock.runtime.logs.process_logs import (
 from flintlock.runtime.metrics.loop_lag import LoopLagMonitor
 from flintlock.runtime.metrics.prometheus import job_manager_source, start_prometheus_reporter
 from flintlock.runtime.resourcemanager.resource_manager import ResourceManager
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 
 __all__ = ["resource_manager_address", "run_job_manager"]
 
@@ -170,7 +175,8 @@ async def _lead_once(configuration: Configuration, rpc: Any, secret: str | None,
         await _stop_all(started)  # the standby's REST: the leader's binds its port
         log.info("JobManager leads (session %s)", session)
         rest, reporter, addresses = await _start_components(
-            configuration, rpc, secret, logs, stop, ha, started)
+            configuration, rpc, secret, logs, stop, ha, started, leader_id=session,
+            leadership_check=_leadership_check(election, session))
         if not election.confirm_leadership(session, LeaderInformation(session, addresses)):
             log.warning("leadership was lost before it could be confirmed")
             return
@@ -188,6 +194,16 @@ async def _lead_once(configuration: Configuration, rpc: Any, secret: str | None,
         await _stop_all(started)
         # may wait for ZooKeeper (releasing the latch after an outage): not on the event loop
         await asyncio.to_thread(election.stop)
+
+
+def _leadership_check(election: Any, session: str) -> LeadershipCheck:
+    def check() -> None:
+        if not election.verify_leadership(session):
+            raise LeadershipLostException(
+                f"this JobManager no longer leads (session {session}); a newer leader owns "
+                "its jobs")
+
+    return check
 
 
 async def _standby_rest(configuration: Configuration, ha: Any, started: list[Any]) -> Any:
@@ -224,14 +240,18 @@ class _Stoppable:
 
 async def _start_components(configuration: Configuration, rpc: Any, secret: str | None,
                             logs: LogDirectory, stop: asyncio.Event, ha: Any,
-                            started: list[Any]) -> tuple[Any, Any, dict[str, str]]:
+                            started: list[Any], leader_id: str = DEFAULT_LEADER_ID,
+                            leadership_check: LeadershipCheck | None = None,
+                            ) -> tuple[Any, Any, dict[str, str]]:
     """Start the ResourceManager, the Dispatcher (with the recovered jobs under high
     availability), REST and the metrics reporter, appending each to ``started``; returns REST,
-    the reporter and the leader addresses of the components."""
+    the reporter and the leader addresses of the components. ``leader_id`` (the leadership's
+    session id) is the fencing token of the ResourceManager, Dispatcher and JobMasters;
+    ``leadership_check`` guards what they publish."""
     from flintlock.runtime.rest.app import create_app
     from flintlock.runtime.rest.server import RestServer
 
-    resource_manager = ResourceManager(rpc, configuration)
+    resource_manager = ResourceManager(rpc, configuration, leader_id=leader_id)
     await resource_manager.start()
     started.append(resource_manager)
     persistence = recovered = None
@@ -240,10 +260,11 @@ async def _start_components(configuration: Configuration, rpc: Any, secret: str 
         recovered = await asyncio.to_thread(persistence.recover)
     dispatcher = Dispatcher(rpc, configuration, resource_manager.address,
                             on_shutdown_requested=stop.set, persistence=persistence,
-                            recovered=recovered)
+                            recovered=recovered, leader_id=leader_id,
+                            leadership_check=leadership_check)
     await dispatcher.start()
     started.append(dispatcher)
-    gateway = await rpc.connect(dispatcher.address, DispatcherGateway)
+    gateway = await rpc.connect(dispatcher.address, DispatcherGateway, fencing_token=leader_id)
     rest = RestServer(create_app(gateway, configuration, secret=secret, job_manager_logs=logs),
                       host=configuration.get(REST_BIND_ADDRESS), port=configuration.get(REST_PORT))
     await rest.start()

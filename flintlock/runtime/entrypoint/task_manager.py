@@ -47,6 +47,7 @@ from flintlock.runtime.logs.process_logs import (
 )
 from flintlock.runtime.metrics.loop_lag import LoopLagMonitor
 from flintlock.runtime.metrics.prometheus import start_prometheus_reporter, task_manager_source
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 
 __all__ = ["run_task_manager"]
 
@@ -101,6 +102,7 @@ async def _serve(configuration: Configuration, port_file: str | Path | None, sto
     ha = create_ha_services(configuration)
     leader: LeaderAddressWatcher | None = None
     retrieval = None
+    leader_id = DEFAULT_LEADER_ID
     if ha is None:
         rm_address = resource_manager_address(configuration.get(JM_RPC_ADDRESS),
                                               configuration.get(JM_RPC_PORT))
@@ -117,11 +119,12 @@ async def _serve(configuration: Configuration, port_file: str | Path | None, sto
             if owned_shuffle_dir:
                 shutil.rmtree(owned_shuffle_dir, ignore_errors=True)
             return
-        rm_address = found
+        rm_address, leader_id = found, leader.session_id or DEFAULT_LEADER_ID
     task_executor = TaskExecutor(
         rpc, configuration, rm_address, {"spark": spark, "shuffle_dir": shuffle_dir, "logs": logs},
         resource_id=resource_id,
         number_of_slots=configuration.get(TASK_SLOTS), spark_info=spark.describe(),
+        leader_id=leader_id,
     )
     await task_executor.start()
     if leader is not None:

@@ -100,6 +100,11 @@ class FileLeaderElectionService:
         with self._lock:
             return self._session is not None and self._session == session_id
 
+    def verify_leadership(self, session_id: str) -> bool:
+        """``has_leadership``: the flock is held as long as this process lives (a stopped or
+        paused process keeps it), so no other leader can exist meanwhile."""
+        return self.has_leadership(session_id)
+
     def confirm_leadership(self, session_id: str, leader: LeaderInformation) -> bool:
         """Publish ``leader`` if ``session_id`` still leads; returns whether it was published."""
         if leader.session_id != session_id:

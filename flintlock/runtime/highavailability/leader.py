@@ -5,13 +5,25 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from flintlock.exceptions import FlintlockException
+
 __all__ = ["LeaderContender", "LeaderInformation", "LeaderRetrievalListener",
-           "new_session_id"]
+           "LeadershipCheck", "LeadershipLostException", "new_session_id"]
+
+
+class LeadershipLostException(FlintlockException):
+    """This JobManager no longer leads: what it was about to write (a sink commit, a
+    checkpoint's metadata, a job result) belongs to the newer leader, so it is not written."""
+
+
+#: raises ``LeadershipLostException`` unless the caller's leadership is still held, confirmed
+#: with the HA store (Flink checks the leader latch in ZooKeeper before such writes)
+LeadershipCheck = Callable[[], None]
 
 
 def new_session_id() -> str:

@@ -136,6 +136,23 @@ class ZooKeeperLeaderElectionService:
         with self._mutex:
             return self._session is not None and self._session == session_id
 
+    def verify_leadership(self, session_id: str, timeout_s: float = 5.0) -> bool:
+        """``has_leadership`` confirmed with ZooKeeper itself: connected, and the published
+        leader information is this session's. A paused leader whose session expired sees the
+        newer leader's node (or none) here, even before kazoo reported the lost connection."""
+        from kazoo.protocol.states import KazooState
+
+        if not self.has_leadership(session_id) or self.client.state != KazooState.CONNECTED:
+            return False
+        try:
+            data, _ = self.client.get_async(f"{self.base}/leader/connection_info").get(
+                timeout=timeout_s)
+            return LeaderInformation.from_json(data.decode()).session_id == session_id
+        except Exception as exc:  # no node, a lost connection, a timeout: not (provably) leading
+            log.warning("leadership of session %s not confirmed by ZooKeeper: %s", session_id,
+                        type(exc).__name__ if not str(exc) else f"{type(exc).__name__}: {exc}")
+            return False
+
     def confirm_leadership(self, session_id: str, leader: LeaderInformation) -> bool:
         """Publish ``leader`` (an ephemeral node) if ``session_id`` still leads."""
         if leader.session_id != session_id:

@@ -288,6 +288,7 @@ class CheckpointCoordinatorShell:
         n = checkpoint.checkpoint_id
 
         def work() -> str | None:
+            self.jm.check_leadership()  # a deposed leader completes no checkpoint
             storage.write_metadata(checkpoint)
             try:
                 self._commit_sinks(checkpoint)
@@ -313,7 +314,12 @@ class CheckpointCoordinatorShell:
         self._io(work, done)
 
     def _commit_sinks(self, checkpoint: CompletedCheckpoint) -> None:
-        """Publish the transactions ``checkpoint`` names (I/O executor)."""
+        """Publish the transactions ``checkpoint`` names (I/O executor).
+
+        Raises:
+            LeadershipLostException: this JobManager no longer leads (nothing is published).
+        """
+        self.jm.check_leadership()
         by_vertex = {str(v.id): v for v in self.jm.job_graph.vertices}
         work: dict[tuple[str, int], list[tuple[int, str]]] = {}
         for key, state in checkpoint.tasks.items():

@@ -40,6 +40,7 @@ from flintlock.runtime.heartbeat.heartbeat_manager import (
     heartbeat_settings,
     rpc_failure_threshold,
 )
+from flintlock.runtime.highavailability.leader import LeadershipCheck
 from flintlock.runtime.ids import AllocationID, JobVertexID, ResourceID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
@@ -51,7 +52,7 @@ from flintlock.runtime.resourcemanager.gateway import (
     ResourceManagerGateway,
     ResourceRequirements,
 )
-from flintlock.runtime.rpc.endpoint import RpcEndpoint
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID, FencedRpcEndpoint
 from flintlock.runtime.rpc.messages import ACK, Acknowledge
 from flintlock.runtime.rpc.service import RpcService
 from flintlock.runtime.scheduler.default_scheduler import DefaultScheduler
@@ -95,7 +96,7 @@ class _TaskManagerConnection:
     last_heartbeat: float
 
 
-class JobMaster(JobMasterCheckpointRpcs, RpcEndpoint):
+class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
     """Runs one job; implements ``JobMasterGateway``.
 
     Args:
@@ -106,6 +107,12 @@ class JobMaster(JobMasterCheckpointRpcs, RpcEndpoint):
         on_terminal: called once, in the mailbox, when the job is globally terminal.
         clock: time source (``ManualClock`` in tests).
         endpoint_id: defaults to ``jobmaster-<job id>``.
+        fencing_token: its JobMasterId: the JobManager's leader session id
+            (``DEFAULT_LEADER_ID`` without high availability). Calls with another token are
+            rejected; its calls to TaskExecutors and the ResourceManager carry it.
+        leadership_check: with high availability, confirms with the HA store that this
+            JobManager still leads (raises ``LeadershipLostException``); run before every sink
+            commit and checkpoint metadata write, so a deposed leader publishes nothing.
 
     The endpoint registers itself with ``rpc_service`` when constructed (like the other endpoints)
     and unregisters when stopped; ``start()`` begins the job.
@@ -120,14 +127,18 @@ class JobMaster(JobMasterCheckpointRpcs, RpcEndpoint):
         on_terminal: OnTerminal | None = None,
         clock: Clock | None = None,
         endpoint_id: str | None = None,
+        fencing_token: str = DEFAULT_LEADER_ID,
+        leadership_check: LeadershipCheck | None = None,
     ) -> None:
-        super().__init__(endpoint_id or f"jobmaster-{job_graph.job_id}", clock)
+        super().__init__(endpoint_id or f"jobmaster-{job_graph.job_id}", clock,
+                         fencing_token=fencing_token)
         self.job_graph = job_graph
         self.job_id = job_graph.job_id
         self.cluster_configuration = configuration
         self.rpc_service = rpc_service
         self.resource_manager_address = resource_manager_address
         self.on_terminal = on_terminal
+        self._leadership_check = leadership_check
         self.resource_id = ResourceID(f"jobmaster-{job_graph.job_id}")
         self._initialized_ms = self.clock.now_ms()
         self.configuration = configuration
@@ -340,6 +351,8 @@ class JobMaster(JobMasterCheckpointRpcs, RpcEndpoint):
     def _finalize_sinks(self, command: FinalizeSinks) -> None:
         """Worker thread: commit or abort every sink (abort is attempted for all, errors re-raised)."""
         job_id = str(self.job_id)
+        if command.commit:
+            self.check_leadership()
         first_error: BaseException | None = None
         for sink, committables in command.work:
             try:
@@ -356,6 +369,12 @@ class JobMaster(JobMasterCheckpointRpcs, RpcEndpoint):
 
     def _on_sinks_finalized(self, _: Any, error: BaseException | None) -> None:
         self._handle(SinksFinalized(SerializedError.from_exception(error) if error is not None else None))
+
+    def check_leadership(self) -> None:
+        """Any thread: raises ``LeadershipLostException`` when this JobManager is known not to
+        lead any more (high availability); a no-op without it."""
+        if self._leadership_check is not None:
+            self._leadership_check()
 
     def run_io(self, fn: Callable[[], Any],
                on_done: Callable[[Any, BaseException | None], Any]) -> None:
@@ -378,8 +397,8 @@ class JobMaster(JobMasterCheckpointRpcs, RpcEndpoint):
     async def _call_te(self, address: str, method: str, *args: Any) -> Any:
         if address not in self._te_gateways:
             gateway: TaskExecutorGateway = await self.rpc_service.connect(
-                address, TaskExecutorGateway  # type: ignore[type-abstract]
-            )
+                address, TaskExecutorGateway,  # type: ignore[type-abstract]
+                fencing_token=self.fencing_token)
             self._te_gateways[address] = gateway
         return await getattr(self._te_gateways[address], method)(*args)
 
@@ -423,8 +442,8 @@ class JobMaster(JobMasterCheckpointRpcs, RpcEndpoint):
 
         async def register() -> tuple[ResourceManagerGateway, RegistrationResponse]:
             gateway = await self.rpc_service.connect(
-                self.resource_manager_address, ResourceManagerGateway  # type: ignore[type-abstract]
-            )
+                self.resource_manager_address, ResourceManagerGateway,  # type: ignore[type-abstract]
+                fencing_token=self.fencing_token)
             response = await gateway.register_job_master(self.job_id, self.address, self.resource_id)
             return gateway, response
 

@@ -42,7 +42,7 @@ from flintlock.runtime.resourcemanager.slotmanager.slot_tracker import (
     TaskExecutorAdded,
     TaskExecutorRemoved,
 )
-from flintlock.runtime.rpc.endpoint import RpcEndpoint
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID, FencedRpcEndpoint
 from flintlock.runtime.rpc.messages import ACK, Acknowledge
 from flintlock.runtime.rpc.service import RpcService
 from flintlock.runtime.taskexecutor.gateway import SlotReport, TaskExecutorGateway
@@ -101,16 +101,20 @@ class _JobManagerHeartbeatListener:
             )
 
 
-class ResourceManager(RpcEndpoint):
+class ResourceManager(FencedRpcEndpoint):
     """The cluster's ResourceManager endpoint (implements ``ResourceManagerGateway``).
 
     Registers itself at ``rpc_service`` on construction (``address`` is known before ``start``).
+    Fenced (Flink's ``ResourceManagerId``): it accepts calls carrying ``leader_id`` only, and
+    its own calls to TaskExecutors and JobMasters carry it.
 
     Args:
         rpc_service: where it lives and how it reaches TaskExecutors and JobMasters.
         configuration: heartbeat and RPC timeouts.
         clock: time source (``ManualClock`` in tests).
         endpoint_id: its RPC name.
+        leader_id: the JobManager's leader session id (``DEFAULT_LEADER_ID`` without high
+            availability).
     """
 
     def __init__(
@@ -121,8 +125,9 @@ class ResourceManager(RpcEndpoint):
         endpoint_id: str = "resourcemanager",
         *,
         validate: bool = False,
+        leader_id: str = DEFAULT_LEADER_ID,
     ) -> None:
-        super().__init__(endpoint_id, clock)
+        super().__init__(endpoint_id, clock, fencing_token=leader_id)
         self._rpc = rpc_service
         self._configuration = configuration
         self.resource_id = ResourceID.generate("resourcemanager")
@@ -172,7 +177,8 @@ class ResourceManager(RpcEndpoint):
         """
         try:
             gateway = await asyncio.wait_for(
-                self._rpc.connect(registration.address, TaskExecutorGateway), self._rpc_timeout_s
+                self._rpc.connect(registration.address, TaskExecutorGateway,
+                                  fencing_token=self.fencing_token), self._rpc_timeout_s
             )
         except Exception as exc:  # reported as a refusal
             log.warning("Could not connect to TaskExecutor %s at %s: %s",
@@ -241,7 +247,8 @@ class ResourceManager(RpcEndpoint):
     ) -> RegistrationResponse:
         try:
             gateway = await asyncio.wait_for(
-                self._rpc.connect(job_master_address, JobMasterGateway), self._rpc_timeout_s
+                self._rpc.connect(job_master_address, JobMasterGateway,
+                                  fencing_token=self.fencing_token), self._rpc_timeout_s
             )
         except Exception as exc:  # reported as a refusal
             return RegistrationResponse(False, self.resource_id, f"cannot connect back: {exc}")

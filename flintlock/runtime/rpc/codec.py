@@ -63,7 +63,7 @@ __all__ = [
     "verify_request",
 ]
 
-WIRE_VERSION = 1
+WIRE_VERSION = 2
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 """Largest request or reply body (bytes); gRPC's send/receive limits are set to it."""
 
@@ -107,6 +107,9 @@ class RpcRequest:
         method: handler name (for a handshake: the gateway's name, for messages).
         args: positional arguments (for a handshake: the gateway's method names).
         kwargs: keyword arguments.
+        fencing_token: the caller's token for a fenced target (Flink's ``FencedMessage``): the
+            leader id of the ResourceManager / Dispatcher or the JobMasterId it believes in;
+            ``None`` from an unfenced gateway.
     """
 
     kind: RequestKind
@@ -114,6 +117,7 @@ class RpcRequest:
     method: str
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
+    fencing_token: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +279,8 @@ def encode_request(auth: RpcAuthenticator, request: RpcRequest) -> tuple[bytes, 
     """
     try:
         payload = dumps((_MAGIC, WIRE_VERSION, request.kind.value, request.endpoint_id,
-                         request.method, tuple(request.args), dict(request.kwargs)))
+                         request.method, tuple(request.args), dict(request.kwargs),
+                         request.fencing_token))
     except CodecError as exc:
         raise CodecError(f"cannot encode the arguments of {request.method}: {exc}") from exc
     if len(payload) + MAC_SIZE > MAX_MESSAGE_BYTES:
@@ -312,20 +317,23 @@ def decode_request_payload(payload: bytes | memoryview) -> RpcRequest:
             class.
     """
     decoded = loads(payload)
-    if not isinstance(decoded, tuple) or len(decoded) != 7 or decoded[0] != _MAGIC:
+    if not isinstance(decoded, tuple) or len(decoded) < 2 or decoded[0] != _MAGIC:
         raise CodecError("not a flintlock RPC request")
-    _, version, kind, endpoint_id, method, args, kwargs = decoded
-    if version != WIRE_VERSION:
-        raise CodecError(f"unsupported RPC wire version {version!r} (this process speaks "
-                         f"{WIRE_VERSION})")
+    if decoded[1] != WIRE_VERSION:
+        raise CodecError(f"unsupported RPC wire version {decoded[1]!r} (this process speaks "
+                         f"{WIRE_VERSION}); run the same flintlock version on every process")
+    if len(decoded) != 8:
+        raise CodecError("not a flintlock RPC request")
+    _, _, kind, endpoint_id, method, args, kwargs, token = decoded
     if not (isinstance(endpoint_id, str) and isinstance(method, str) and isinstance(args, tuple)
-            and isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)):
+            and isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)
+            and (token is None or isinstance(token, str))):
         raise CodecError("malformed flintlock RPC request")
     try:
         request_kind = RequestKind(kind)
     except ValueError:
         raise CodecError(f"unknown RPC request kind {kind!r}") from None
-    return RpcRequest(request_kind, endpoint_id, method, args, kwargs)
+    return RpcRequest(request_kind, endpoint_id, method, args, kwargs, token)
 
 
 def decode_request(auth: RpcAuthenticator, body: bytes) -> tuple[RpcRequest, bytes]:

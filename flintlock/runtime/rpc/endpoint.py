@@ -22,11 +22,15 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from flintlock.runtime.clock import Clock, SystemClock, TimerHandle
-from flintlock.runtime.rpc.exceptions import EndpointNotStartedError
+from flintlock.runtime.rpc.exceptions import EndpointNotStartedError, FencingTokenMismatch
 
-__all__ = ["RpcEndpoint", "current_endpoint_id"]
+__all__ = ["DEFAULT_LEADER_ID", "FencedRpcEndpoint", "RpcEndpoint", "current_endpoint_id"]
 
 log = logging.getLogger(__name__)
+
+#: the fencing token of a leader without high availability (Flink's
+#: ``HighAvailabilityServices.DEFAULT_LEADER_ID``, ``UUID(0, 0)``)
+DEFAULT_LEADER_ID = "00000000000000000000000000000000"
 
 _STOP = object()
 
@@ -164,10 +168,44 @@ class RpcEndpoint:
         except RuntimeError:  # loop closed meanwhile
             pass
 
-    async def dispatch(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Run RPC handler ``method`` in the mailbox and return its result (used by transports)."""
+    async def dispatch(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                       fencing_token: str | None = None) -> Any:
+        """Run RPC handler ``method`` in the mailbox and return its result (used by transports).
+
+        ``check_fencing`` runs first, in the mailbox.
+
+        Raises:
+            FencingTokenMismatch: the call's ``fencing_token`` is not one this endpoint accepts.
+        """
         handler = getattr(self, method)
-        return await self.run_in_mailbox(lambda: handler(*args, **kwargs))
+
+        def fenced() -> Any:
+            self.check_fencing(method, args, kwargs, fencing_token)
+            return handler(*args, **kwargs)
+
+        return await self.run_in_mailbox(fenced)
+
+    def deliver_oneway(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                       fencing_token: str | None = None) -> None:
+        """Queue one-way RPC ``method``; a call that fails ``check_fencing`` is discarded
+        (logged), as Flink's fenced endpoints discard stale leaders' messages."""
+        if not self.is_running:
+            return
+
+        def fenced() -> Any:
+            try:
+                self.check_fencing(method, args, kwargs, fencing_token)
+            except FencingTokenMismatch as exc:
+                log.info("%s: discarded one-way %s: %s", self.endpoint_id, method, exc)
+                return None
+            return getattr(self, method)(*args, **kwargs)
+
+        self.post(fenced)
+
+    def check_fencing(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                      fencing_token: str | None) -> None:
+        """Hook, in the mailbox before each RPC handler: raise ``FencingTokenMismatch`` to
+        reject the call. Unfenced endpoints accept every call (``FencedRpcEndpoint``)."""
 
     # ---- asynchronous work and timers ------------------------------------------------------------
 
@@ -214,3 +252,35 @@ class RpcEndpoint:
         handle = self.clock.call_later(delay_s, _fire)
         self._ep_timers.add(handle)
         return handle
+
+
+class FencedRpcEndpoint(RpcEndpoint):
+    """An endpoint that accepts a call only with its current fencing token.
+
+    Flink's ``FencedRpcEndpoint``: the Dispatcher (DispatcherId), ResourceManager
+    (ResourceManagerId) and JobMaster (JobMasterId) reject calls that carry another leader's
+    token, or none, so a deposed leader's components (and gateways that still point at them) can
+    change nothing. Callers connect with ``rpc.connect(address, Gateway, fencing_token=...)``.
+    Methods named in ``UNFENCED_METHODS`` (read-only queries) are accepted without a token.
+
+    Args:
+        fencing_token: the token (hex id); ``None`` rejects every fenced call (not leading).
+    """
+
+    UNFENCED_METHODS: frozenset[str] = frozenset()
+
+    def __init__(self, endpoint_id: str, clock: Clock | None = None,
+                 fencing_token: str | None = None) -> None:
+        super().__init__(endpoint_id, clock)
+        self.fencing_token = fencing_token
+
+    def check_fencing(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                      fencing_token: str | None) -> None:
+        if method in self.UNFENCED_METHODS:
+            return
+        if self.fencing_token is not None and fencing_token == self.fencing_token:
+            return
+        raise FencingTokenMismatch(
+            f"{type(self).__name__} {self.endpoint_id} rejected {method}: the call's fencing "
+            f"token {fencing_token} is not the leader's {self.fencing_token} (a deposed or "
+            f"stale leader's call)")

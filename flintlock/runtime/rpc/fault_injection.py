@@ -164,7 +164,8 @@ class FaultInjectingRpcService:
     def unregister(self, endpoint: RpcEndpoint) -> None:
         self.inner.unregister(endpoint)
 
-    async def connect(self, address: str, gateway_type: type[G], timeout_s: float | None = None) -> G:
+    async def connect(self, address: str, gateway_type: type[G], timeout_s: float | None = None,
+                      *, fencing_token: str | None = None) -> G:
         """A gateway to ``address`` whose calls pass the fault rules (``connect`` itself too).
 
         Raises:
@@ -175,8 +176,10 @@ class FaultInjectingRpcService:
         rule = self._decide(current_endpoint_id(), address, CONNECT)
         if rule is not None:
             await self._apply_before_request(rule, address, f"connect to {address}", timeout)
-        inner = await self.inner.connect(address, gateway_type, timeout_s)
-        return cast(G, _FaultInjectingGateway(self, inner, address, gateway_type, timeout))
+        inner = await self.inner.connect(address, gateway_type, timeout_s,
+                                         fencing_token=fencing_token)
+        return cast(G, _FaultInjectingGateway(self, inner, address, gateway_type, timeout,
+                                              fencing_token))
 
     async def close(self) -> None:
         for task in list(self._background):
@@ -287,8 +290,8 @@ class _FaultInjectingGateway(GatewayProxy):
     """Gateway proxy: every method call is checked against the service's rules first."""
 
     def __init__(self, service: FaultInjectingRpcService, inner: Any, address: str,
-                 gateway_type: type[Any], timeout_s: float) -> None:
-        super().__init__(address, gateway_type, timeout_s)
+                 gateway_type: type[Any], timeout_s: float, fencing_token: str | None) -> None:
+        super().__init__(address, gateway_type, timeout_s, fencing_token)
         self._service = service
         self._inner = inner
 

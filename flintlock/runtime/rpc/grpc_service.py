@@ -124,8 +124,8 @@ class _GrpcGateway(GatewayProxy):
     """Proxy whose attributes are the gateway Protocol's methods, local or over gRPC."""
 
     def __init__(self, service: GrpcRpcService, address: str, gateway_type: type[Any],
-                 timeout_s: float, local: bool) -> None:
-        super().__init__(address, gateway_type, timeout_s)
+                 timeout_s: float, local: bool, fencing_token: str | None) -> None:
+        super().__init__(address, gateway_type, timeout_s, fencing_token)
         host, port, endpoint_id = parse_address(address)
         self._service = service
         self._target = _target(host, port)
@@ -139,10 +139,11 @@ class _GrpcGateway(GatewayProxy):
             timeout_s = timeout or self._timeout_s
             if self._local:
                 return await self._service._call_local(
-                    self._address, self._endpoint_id, name, is_oneway, args, kwargs, timeout_s, what
-                )
+                    self._address, self._endpoint_id, name, is_oneway, args, kwargs, timeout_s,
+                    what, self._fencing_token)
             kind = RequestKind.ONEWAY if is_oneway else RequestKind.CALL
-            request = RpcRequest(kind, self._endpoint_id, name, args, kwargs)
+            request = RpcRequest(kind, self._endpoint_id, name, args, kwargs,
+                                 self._fencing_token)
             if is_oneway:
                 self._service._send_oneway(self._target, self._address, request, timeout_s, what)
                 return None
@@ -318,7 +319,8 @@ class GrpcRpcService:
     # ---- client side -----------------------------------------------------------------------------
 
     async def connect(
-        self, address: str, gateway_type: type[G], timeout_s: float | None = None
+        self, address: str, gateway_type: type[G], timeout_s: float | None = None,
+        *, fencing_token: str | None = None,
     ) -> G:
         """A gateway to the endpoint at ``address``.
 
@@ -326,6 +328,7 @@ class GrpcRpcService:
             address: ``grpc://host:port/endpoint_id``.
             gateway_type: the gateway Protocol; the proxy exposes exactly its methods.
             timeout_s: default deadline of the proxy's calls and of this check (seconds).
+            fencing_token: carried by every call (``FencedRpcEndpoint``); None: unfenced.
 
         Raises:
             RecipientUnreachable: the address is malformed, the peer is down, or no running
@@ -347,19 +350,19 @@ class GrpcRpcService:
             request = RpcRequest(RequestKind.HANDSHAKE, endpoint_id, gateway_type.__name__, methods)
             await self._invoke(_target(host, port), address, request, timeout,
                                f"connect({gateway_type.__name__})")
-        return cast(G, _GrpcGateway(self, address, gateway_type, timeout, local))
+        return cast(G, _GrpcGateway(self, address, gateway_type, timeout, local, fencing_token))
 
     async def _call_local(self, address: str, endpoint_id: str, method: str, is_oneway: bool,
                           args: tuple[Any, ...], kwargs: dict[str, Any], timeout_s: float,
-                          what: str) -> Any:
+                          what: str, fencing_token: str | None) -> Any:
         """Exactly ``InProcRpcService``'s call: straight into the endpoint's mailbox."""
         endpoint = self._local_endpoint(endpoint_id, address)
         if is_oneway:
-            if endpoint.is_running:
-                endpoint.post(lambda: getattr(endpoint, method)(*args, **kwargs))
+            endpoint.deliver_oneway(method, args, kwargs, fencing_token)
             return None
         try:
-            return await asyncio.wait_for(endpoint.dispatch(method, args, kwargs), timeout_s)
+            return await asyncio.wait_for(
+                endpoint.dispatch(method, args, kwargs, fencing_token), timeout_s)
         except asyncio.TimeoutError:
             raise RpcTimeout(f"{what} to {address} timed out after {timeout_s:.1f}s") from None
 
@@ -460,11 +463,11 @@ class GrpcRpcService:
                 f"{type(endpoint).__name__} {request.endpoint_id} has no RPC method {method!r}"
             ))
         if request.kind is RequestKind.ONEWAY:
-            args, kwargs = request.args, request.kwargs
-            endpoint.post(lambda: getattr(endpoint, method)(*args, **kwargs))
+            endpoint.deliver_oneway(method, request.args, request.kwargs, request.fencing_token)
             return RpcReply.ok(None)
         try:
-            value = await endpoint.dispatch(method, request.args, request.kwargs)
+            value = await endpoint.dispatch(method, request.args, request.kwargs,
+                                            request.fencing_token)
         except EndpointNotStartedError as exc:
             if not endpoint.is_running:
                 return RpcReply.unreachable(f"endpoint {request.endpoint_id} stopped: {exc}")

@@ -54,8 +54,10 @@ class RpcService(Protocol):
 
     def unregister(self, endpoint: RpcEndpoint) -> None: ...
 
-    async def connect(self, address: str, gateway_type: type[G], timeout_s: float | None = None) -> G:
-        """A gateway to the endpoint at ``address``.
+    async def connect(self, address: str, gateway_type: type[G], timeout_s: float | None = None,
+                      *, fencing_token: str | None = None) -> G:
+        """A gateway to the endpoint at ``address``; its calls carry ``fencing_token`` (the
+        target's leader id / JobMasterId, checked by fenced endpoints).
 
         Raises:
             RecipientUnreachable: nothing is registered there.
@@ -72,15 +74,22 @@ class GatewayProxy:
     is_oneway)`` of the subclass returns the coroutine function that carries the call.
     """
 
-    def __init__(self, address: str, gateway_type: type[Any], timeout_s: float) -> None:
+    def __init__(self, address: str, gateway_type: type[Any], timeout_s: float,
+                 fencing_token: str | None = None) -> None:
         self._address = address
         self._methods = gateway_methods(gateway_type)
         self._timeout_s = timeout_s
         self._gateway_name = gateway_type.__name__
+        self._fencing_token = fencing_token
 
     @property
     def address(self) -> str:
         return self._address
+
+    @property
+    def fencing_token(self) -> str | None:
+        """The token every call of this gateway carries (None: unfenced)."""
+        return self._fencing_token
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_") or name not in self._methods:
@@ -97,20 +106,20 @@ class _InProcGateway(GatewayProxy):
     """Proxy whose attributes call the target endpoint's handlers through its mailbox."""
 
     def __init__(self, service: InProcRpcService, address: str, gateway_type: type[Any],
-                 timeout_s: float) -> None:
-        super().__init__(address, gateway_type, timeout_s)
+                 timeout_s: float, fencing_token: str | None) -> None:
+        super().__init__(address, gateway_type, timeout_s, fencing_token)
         self._service = service
 
     def _make_call(self, name: str, is_oneway: bool) -> Callable[..., Any]:
         async def call(*args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
             endpoint = self._service.lookup(self._address)
             if is_oneway:
-                if endpoint.is_running:
-                    endpoint.post(lambda: getattr(endpoint, name)(*args, **kwargs))
+                endpoint.deliver_oneway(name, args, kwargs, self._fencing_token)
                 return None
             try:
                 return await asyncio.wait_for(
-                    endpoint.dispatch(name, args, kwargs), timeout or self._timeout_s
+                    endpoint.dispatch(name, args, kwargs, self._fencing_token),
+                    timeout or self._timeout_s
                 )
             except asyncio.TimeoutError:
                 raise RpcTimeout(
@@ -149,9 +158,11 @@ class InProcRpcService:
             raise RecipientUnreachable(f"no running endpoint at {address}")
         return endpoint
 
-    async def connect(self, address: str, gateway_type: type[G], timeout_s: float | None = None) -> G:
+    async def connect(self, address: str, gateway_type: type[G], timeout_s: float | None = None,
+                      *, fencing_token: str | None = None) -> G:
         self.lookup(address)
-        proxy = _InProcGateway(self, address, gateway_type, timeout_s or self._timeout_s)
+        proxy = _InProcGateway(self, address, gateway_type, timeout_s or self._timeout_s,
+                               fencing_token)
         return cast(G, proxy)
 
     async def close(self) -> None:

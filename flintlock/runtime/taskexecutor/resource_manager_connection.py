@@ -23,7 +23,7 @@ from flintlock.runtime.resourcemanager.gateway import (
     ResourceManagerGateway,
     TaskExecutorRegistration,
 )
-from flintlock.runtime.rpc.endpoint import RpcEndpoint
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID, RpcEndpoint
 from flintlock.runtime.rpc.exceptions import RpcTimeout
 from flintlock.runtime.rpc.service import RpcService
 from flintlock.runtime.taskexecutor.exceptions import RegistrationTimeoutException
@@ -72,6 +72,8 @@ class ResourceManagerConnection:
         self._endpoint = endpoint
         self._rpc = rpc
         self.address = address
+        #: the ResourceManager's leader id (its fencing token), set with ``address``
+        self.leader_id = DEFAULT_LEADER_ID
         self._registration_timeout_s = registration_timeout_s
         self._registration = registration
         self._on_registered = on_registered
@@ -111,7 +113,8 @@ class ResourceManagerConnection:
         if self._is_stale(generation):
             return
         self._endpoint.run_async(
-            _register_at(self._rpc, self.address, self._registration(), timeout_s),
+            _register_at(self._rpc, self.address, self.leader_id, self._registration(),
+                         timeout_s),
             lambda result, error: self._on_attempt(generation, timeout_s, result, error),
         )
 
@@ -155,9 +158,11 @@ class ResourceManagerConnection:
 
 
 async def _register_at(
-    rpc: RpcService, address: str, registration: TaskExecutorRegistration, timeout_s: float
+    rpc: RpcService, address: str, leader_id: str, registration: TaskExecutorRegistration,
+    timeout_s: float,
 ) -> tuple[ResourceManagerGateway, RegistrationResponse]:
-    gateway = await rpc.connect(address, ResourceManagerGateway, timeout_s)
+    gateway = await rpc.connect(address, ResourceManagerGateway, timeout_s,
+                                fencing_token=leader_id)
     response = await gateway.register_task_executor(registration, timeout=timeout_s)
     return gateway, response
 

@@ -49,7 +49,8 @@ from flintlock.runtime.resourcemanager.gateway import (
     RegistrationResponse,
     TaskExecutorRegistration,
 )
-from flintlock.runtime.rpc.endpoint import RpcEndpoint
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID, RpcEndpoint
+from flintlock.runtime.rpc.exceptions import FencingTokenMismatch
 from flintlock.runtime.rpc.messages import ACK, Acknowledge
 from flintlock.runtime.rpc.service import RpcService
 from flintlock.runtime.taskexecutor.checkpoints import TaskExecutorCheckpoints
@@ -141,7 +142,18 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
         clock: time source (``ManualClock`` in tests).
         number_of_slots: overrides ``taskmanager.numberOfTaskSlots``.
         spark_info: description of the Spark session for REST (``{"master": ..., "version": ...}``).
+        leader_id: the session id of the JobManager leadership whose ResourceManager is at
+            ``resource_manager_address`` (``DEFAULT_LEADER_ID`` without high availability).
+
+    Fencing: every call of the ResourceManager and the JobMasters must carry the current
+    leader's id (the fencing token of its ResourceManagerId and JobMasterIds); once leader
+    retrieval announced a new leader, a deposed leader can neither allocate a slot nor deploy,
+    cancel or checkpoint a task here (``FencingTokenMismatch``). Flink checks the JobMasterId
+    in ``submitTask`` and the ResourceManagerId in ``requestSlot`` the same way. Log and
+    metric queries are unfenced.
     """
+
+    UNFENCED_METHODS = frozenset({"request_log_list", "request_log", "request_metrics"})
 
     def __init__(
         self,
@@ -154,13 +166,14 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
         number_of_slots: int | None = None,
         *,
         spark_info: Mapping[str, str] | None = None,
+        leader_id: str = DEFAULT_LEADER_ID,
     ) -> None:
         self.resource_id = resource_id or ResourceID.generate("taskmanager")
         super().__init__(f"taskexecutor-{self.resource_id}", clock)
         self._rpc = rpc_service
         self._configuration = configuration
         self._rm_address = resource_manager_address
-        self._rm_leader_session: str | None = None  # with high availability
+        self._leader_id = leader_id
         self._services = services
         self._spark_info = dict(spark_info or {})
         self._rpc_timeout_s = configuration.get(RPC_ASK_TIMEOUT)
@@ -176,6 +189,7 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
             self, rpc_service, resource_manager_address, configuration.get(REGISTRATION_TIMEOUT),
             self._registration, self._on_registered,
         )
+        self._rm_connection.leader_id = leader_id
         self._jobs: dict[JobID, _JobConnection] = {}
         self._job_generation = 0
         self._reports = TaskStateReporter(self.run_async, self._rpc_timeout_s,
@@ -326,18 +340,25 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
     async def disconnect_resource_manager(self, cause: str) -> None:
         self._reconnect_to_resource_manager(cause)
 
+    def check_fencing(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                      fencing_token: str | None) -> None:
+        if method in self.UNFENCED_METHODS or fencing_token == self._leader_id:
+            return
+        raise FencingTokenMismatch(
+            f"TaskExecutor {self.resource_id} rejected {method}: the caller's leader id "
+            f"{fencing_token} is not that of the current JobManager leader ({self._leader_id}); "
+            "a deposed leader's ResourceManager or JobMaster cannot change this TaskExecutor")
+
     def notify_resource_manager_leader(self, address: str, session_id: str | None) -> None:
         """Leader retrieval found a new leadership (``session_id``) whose ResourceManager is at
         ``address`` (high availability). The leadership before is over with its JobMasters, so
         their jobs are released (tasks failed, slots freed), then this TaskExecutor registers
         at the new leader (Flink ``ResourceManagerLeaderListener``; Flink's ``JobLeaderService``
         would offer the slots to the jobs' new JobMasters instead)."""
-        if session_id == self._rm_leader_session or self._stopping:
+        session_id = session_id or DEFAULT_LEADER_ID
+        if session_id == self._leader_id or self._stopping:
             return
-        first = self._rm_leader_session is None and address == self._rm_connection.address
-        self._rm_leader_session = session_id
-        if first:
-            return  # the leader this TaskExecutor was started with
+        self._leader_id = self._rm_connection.leader_id = session_id
         cause = f"the JobManager leader changed (its ResourceManager is now at {address})"
         for job_id in sorted(self._table.jobs() | set(self._jobs), key=str):
             self._release_job(job_id, cause, tell_job_master=False)
@@ -378,8 +399,8 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
         job = _JobConnection(job_id, address, self._job_generation)
         self._jobs[job_id] = job
         self.run_async(
-            _register_at_job_master(self._rpc, address, self.resource_id, self.address,
-                                    self._rpc_timeout_s),
+            _register_at_job_master(self._rpc, address, self._leader_id, self.resource_id,
+                                    self.address, self._rpc_timeout_s),
             lambda result, error: self._on_job_master_registration(job, result, error),
         )
 
@@ -607,9 +628,10 @@ def _stored_locally_on(state: TaskExecutionState, resource_id: ResourceID) -> Ta
 
 
 async def _register_at_job_master(
-    rpc: RpcService, address: str, resource_id: ResourceID, own_address: str, timeout_s: float
+    rpc: RpcService, address: str, leader_id: str, resource_id: ResourceID, own_address: str,
+    timeout_s: float,
 ) -> tuple[JobMasterGateway, RegistrationResponse]:
-    gateway = await rpc.connect(address, JobMasterGateway, timeout_s)
+    gateway = await rpc.connect(address, JobMasterGateway, timeout_s, fencing_token=leader_id)
     response = await gateway.register_task_manager(resource_id, own_address, timeout=timeout_s)
     return gateway, response
 

@@ -21,6 +21,7 @@ from flintlock.runtime.jobgraph.job_graph import JobGraph, JobVertex
 from flintlock.runtime.jobgraph.types import JobStatus, JobType
 from flintlock.runtime.jobmaster.gateway import JobMasterGateway
 from flintlock.runtime.resourcemanager.gateway import ResourceManagerGateway, ResourceOverview
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 from flintlock.runtime.rpc.service import InProcRpcService
 from flintlock.testing.gateways import TestingEndpoint
 from flintlock.testing.waiting import wait_until
@@ -72,7 +73,7 @@ async def _setup(conf: dict[str, str] | None = None, **dispatcher: Any) -> tuple
     d = Dispatcher(rpc, Configuration(conf or {}), rm.address, job_master_factory=factory,
                    **dispatcher)
     await d.start()
-    gw = await rpc.connect(d.address, DispatcherGateway)
+    gw = await rpc.connect(d.address, DispatcherGateway, fencing_token=DEFAULT_LEADER_ID)
     return rpc, rm, d, gw, masters
 
 
@@ -160,7 +161,7 @@ def test_job_master_that_fails_to_start_fails_the_job_with_its_cause() -> None:
 
         d = Dispatcher(rpc, Configuration(), "inproc://rm", job_master_factory=lambda **kw: Broken())
         await d.start()
-        gw = await rpc.connect(d.address, DispatcherGateway)
+        gw = await rpc.connect(d.address, DispatcherGateway, fencing_token=DEFAULT_LEADER_ID)
         jg = _job()
         await gw.submit_job(jg)
         await wait_until(lambda: jg.job_id in d._completed, describe=lambda: "failure")

@@ -93,6 +93,30 @@ def test_a_leader_gives_up_when_zookeeper_stops_answering(zookeeper: ZooKeeperSe
         services.close()
 
 
+def test_a_leader_that_missed_its_deposition_is_not_confirmed_by_zookeeper(
+        zookeeper: ZooKeeperServer, tmp_path: Path) -> None:
+    """What a paused leader sees before kazoo tells it the session expired: its own state says
+    it leads, ZooKeeper holds a newer leader's information. ``verify_leadership`` (run before
+    every sink commit and result record) believes ZooKeeper."""
+    services = _services(zookeeper, tmp_path, "/three")
+    contender = RecordingContender()
+    election = services.leader_election_service()
+    election.start(contender)
+    try:
+        wait_until_sync(lambda: contender.events, 10)
+        session = contender.session
+        assert not election.verify_leadership(session)  # not published yet
+        assert election.confirm_leadership(session, LeaderInformation(session, {}))
+        assert election.verify_leadership(session) and not election.verify_leadership("other")
+        newer = LeaderInformation("f" * 32, {"rest": "http://127.0.0.1:3"})
+        election.client.set(f"{election.base}/leader/connection_info", newer.to_json().encode())
+        assert election.has_leadership(session)  # the local view, not yet told
+        assert not election.verify_leadership(session)
+    finally:
+        election.stop()
+        services.close()
+
+
 def test_an_unreachable_quorum_is_named_after_its_retries() -> None:
     with pytest.raises(ZooKeeperConnectionException,
                        match=r"127.0.0.1:1 \(2 attempts of 0.5 s; high-availability.zookeeper"):

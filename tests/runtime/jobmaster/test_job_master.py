@@ -11,6 +11,7 @@ from flintlock.config.configuration import Configuration
 from flintlock.runtime.clock import ManualClock
 from flintlock.runtime.deployment import PartitionLocation, TaskDeploymentDescriptor
 from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph, JobResult
+from flintlock.runtime.highavailability.leader import LeadershipLostException
 from flintlock.runtime.ids import (
     AllocationID,
     ExecutionAttemptID,
@@ -30,6 +31,7 @@ from flintlock.runtime.jobgraph.types import (
 from flintlock.runtime.jobmaster.gateway import JobMasterGateway
 from flintlock.runtime.jobmaster.job_master import JobMaster
 from flintlock.runtime.resourcemanager.gateway import RegistrationResponse, ResourceManagerGateway
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 from flintlock.runtime.rpc.service import InProcRpcService
 from flintlock.runtime.taskexecutor.gateway import SlotOffer, TaskExecutorGateway
 from flintlock.runtime.taskmanager.task_execution_state import (
@@ -101,7 +103,8 @@ def make_job(
 
 
 class Harness:
-    def __init__(self, job: JobGraph, conf: dict[str, str] | None = None, clock: ManualClock | None = None) -> None:
+    def __init__(self, job: JobGraph, conf: dict[str, str] | None = None, clock: ManualClock | None = None,
+                 leadership_check: Any = None) -> None:
         self.job = job
         self.rpc = InProcRpcService()
         self.rm = TestingEndpoint(
@@ -113,6 +116,7 @@ class Harness:
         self.jm = JobMaster(
             job, Configuration(conf or {}), self.rpc, "inproc://resourcemanager",
             on_terminal=lambda a, r: self.terminal.append((a, r)), clock=clock,
+            leadership_check=leadership_check,
         )
         self.gw: JobMasterGateway
 
@@ -121,7 +125,7 @@ class Harness:
             self.rpc.register(endpoint)
             await endpoint.start()
         await self.jm.start()  # registered itself when constructed
-        self.gw = await self.rpc.connect(self.jm.address, JobMasterGateway)
+        self.gw = await self.rpc.connect(self.jm.address, JobMasterGateway, fencing_token=DEFAULT_LEADER_ID)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -220,6 +224,31 @@ def test_batch_job_runs_to_completion_and_commits_sinks() -> None:
             (release,) = await h.te.wait_for_call("release_partitions", timeout_s=DEADLINE_S)
             assert release.args[0] == job.job_id and len(release.args[1]) == 2
             assert (await h.gw.request_job_status()) is JobStatus.FINISHED
+
+    run(test)
+
+
+def test_a_deposed_leaders_job_master_commits_no_sink() -> None:
+    """With high availability the commit first confirms the leadership; a JobManager that no
+    longer leads publishes nothing (the newer leader runs the job) and aborts its output."""
+    leading = [True]
+
+    def check() -> None:
+        if not leading[0]:
+            raise LeadershipLostException("this JobManager no longer leads (session s1)")
+
+    async def test() -> None:
+        sink = RecordingSink()
+        async with Harness(make_job(1, None, sink), leadership_check=check) as h:
+            await h.rm.wait_for_call("declare_required_resources", timeout_s=DEADLINE_S)
+            await h.connect_task_manager(1)
+            (task,) = await h.submitted(1)
+            leading[0] = False  # a newer leader took over while the task ran
+            await h.finish(task, {0: "tmp-0"})
+            result = await h.result()
+            assert result.application_status == "FAILED"
+            assert "no longer leads" in result.failure.error.message
+            assert [c[0] for c in sink.calls] == ["prepare", "abort"], sink.calls
 
     run(test)
 

@@ -17,6 +17,7 @@ from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
 from flintlock.runtime.jobmaster.gateway import JobMasterGateway
 from flintlock.runtime.jobmaster.job_master import JobMaster
 from flintlock.runtime.resourcemanager.gateway import RegistrationResponse, ResourceManagerGateway
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 from flintlock.runtime.rpc.service import InProcRpcService
 from flintlock.runtime.taskexecutor.gateway import SlotOffer, TaskExecutorGateway
 from flintlock.runtime.taskmanager.task_execution_state import TaskExecutionState
@@ -56,7 +57,7 @@ async def _started(job: JobGraph, conf: dict[str, str], clock: ManualClock,
         rpc.register(endpoint)
         await endpoint.start()
     await jm.start()
-    gw = await rpc.connect(jm.address, JobMasterGateway)
+    gw = await rpc.connect(jm.address, JobMasterGateway, fencing_token=DEFAULT_LEADER_ID)
     await rm.wait_for_call("declare_required_resources", timeout_s=DEADLINE_S)
     return rpc, jm, rm, te, gw
 

@@ -19,6 +19,7 @@ from flintlock.runtime.metrics.prometheus import (
 )
 from flintlock.runtime.minicluster import MiniCluster
 from flintlock.runtime.rest import create_app
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 from flintlock.runtime.taskexecutor.gateway import TaskExecutorGateway
 from flintlock.testing.clusters import gen_mini_cluster
 
@@ -63,7 +64,7 @@ def test_task_metrics_of_a_finished_job(spark_provider: Any, tmp_path: Path) -> 
                                          params={"get": "taskSlotsTotal"})).json()
             assert tm_metrics == [{"id": "taskSlotsTotal", "value": "2"}]
 
-        gateways = [await cluster.rpc_service.connect(te.address, TaskExecutorGateway)
+        gateways = [await cluster.rpc_service.connect(te.address, TaskExecutorGateway, fencing_token=DEFAULT_LEADER_ID)
                     for te in cluster.task_executors]
         reporter = PrometheusReporter(
             [job_manager_source(cluster.dispatcher_gateway), task_manager_source(gateways)],

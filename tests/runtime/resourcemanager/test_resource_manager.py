@@ -22,6 +22,7 @@ from flintlock.runtime.resourcemanager.gateway import (
     TaskExecutorRegistration,
 )
 from flintlock.runtime.resourcemanager.resource_manager import ResourceManager
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 from flintlock.runtime.rpc.service import InProcRpcService
 from flintlock.runtime.taskexecutor.exceptions import SlotAllocationException
 from flintlock.runtime.taskexecutor.gateway import SlotReport, SlotStatus, TaskExecutorGateway
@@ -81,7 +82,7 @@ def _run(body: Callable[[Env], Awaitable[None]]) -> None:
         jm = TestingEndpoint("jobmaster", JobMasterGateway)
         rpc.register(jm)
         await jm.start()
-        gw = await rpc.connect(rm.address, ResourceManagerGateway)
+        gw = await rpc.connect(rm.address, ResourceManagerGateway, fencing_token=DEFAULT_LEADER_ID)
         env = Env(rpc, clock, rm, gw, {}, jm)
         try:
             await body(env)

@@ -18,6 +18,7 @@ import pytest
 from flintlock.config import Configuration
 from flintlock.runtime.dispatcher.gateway import DispatcherGateway
 from flintlock.runtime.rest import create_app
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 from flintlock.runtime.rpc.service import InProcRpcService
 from flintlock.testing.gateways import RecordedCall, TestingEndpoint
 
@@ -55,7 +56,7 @@ def _make_harness(conf: dict[str, Any] | None = None, secret: str | None = SECRE
             rpc = InProcRpcService()
             rpc.register(endpoint)
             await endpoint.start()
-            return await rpc.connect(endpoint.address, DispatcherGateway)
+            return await rpc.connect(endpoint.address, DispatcherGateway, fencing_token=DEFAULT_LEADER_ID)
 
         gateway = portal.call(start)
         app = create_app(gateway, Configuration(conf or {}), secret=secret,

@@ -13,6 +13,7 @@ from flintlock.runtime.dispatcher.gateway import ClusterOverview, DispatcherGate
 from flintlock.runtime.ids import JobID
 from flintlock.runtime.resourcemanager.gateway import ResourceOverview
 from flintlock.runtime.rest import RestServer, create_app
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 from flintlock.runtime.rpc.service import InProcRpcService
 from flintlock.testing.gateways import TestingEndpoint
 
@@ -25,7 +26,7 @@ async def _serve_and_call() -> None:
     )
     rpc.register(dispatcher)
     await dispatcher.start()
-    gateway = await rpc.connect(dispatcher.address, DispatcherGateway)
+    gateway = await rpc.connect(dispatcher.address, DispatcherGateway, fencing_token=DEFAULT_LEADER_ID)
     sigint_before = signal.getsignal(signal.SIGINT)
     server = RestServer(create_app(gateway, Configuration(), secret="x"), port=0)
     await server.start()

@@ -25,6 +25,7 @@ from flintlock.runtime.ids import IntermediateDataSetID, JobID, JobVertexID
 from flintlock.runtime.jobgraph.job_graph import IntermediateDataSet, JobEdge, JobGraph, JobVertex
 from flintlock.runtime.jobgraph.types import JobStatus, JobType, ResultPartitionType, ShipStrategy
 from flintlock.runtime.resourcemanager.resource_manager import ResourceManager
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 from flintlock.runtime.rpc.exceptions import RecipientUnreachable
 from flintlock.runtime.rpc.grpc_service import GrpcRpcService
 from flintlock.runtime.taskexecutor.task_executor import TaskExecutor
@@ -132,7 +133,7 @@ async def grpc_cluster(
             )
             await te.start()
             cluster.task_executors.append(te)
-        cluster.gateway = await client_rpc.connect(dispatcher.address, DispatcherGateway)
+        cluster.gateway = await client_rpc.connect(dispatcher.address, DispatcherGateway, fencing_token=DEFAULT_LEADER_ID)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 20.0
         while (

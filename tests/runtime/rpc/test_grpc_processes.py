@@ -25,6 +25,7 @@ from flintlock.runtime.ids import IntermediateDataSetID, JobID, JobVertexID
 from flintlock.runtime.jobgraph.job_graph import IntermediateDataSet, JobEdge, JobGraph, JobVertex
 from flintlock.runtime.jobgraph.types import JobType, ResultPartitionType, ShipStrategy
 from flintlock.runtime.rpc.auth import RpcAuthenticationError
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 from flintlock.runtime.rpc.grpc_service import GrpcRpcService
 from flintlock.runtime.taskexecutor.task_executor import TaskExecutor
 from flintlock.testing.clusters import NoSpark
@@ -119,8 +120,8 @@ def test_job_runs_across_processes(job_manager: dict[str, Any], tmp_path: pathli
                 await intruder.connect(f"grpc://localhost:{port}/dispatcher", DispatcherGateway)
 
             gateway = await rpcs[0].connect(
-                f"grpc://localhost:{port}/dispatcher", DispatcherGateway
-            )
+                f"grpc://localhost:{port}/dispatcher", DispatcherGateway,
+                fencing_token=DEFAULT_LEADER_ID)
             loop = asyncio.get_running_loop()
             deadline = loop.time() + 20
             while (await gateway.request_cluster_overview()).resources.number_of_task_managers < 2:

@@ -25,6 +25,7 @@ from flintlock.runtime.ids import (
 from flintlock.runtime.jobgraph.types import ExecutionState, ResultPartitionType, ShipStrategy
 from flintlock.runtime.jobmaster.gateway import JobMasterGateway
 from flintlock.runtime.resourcemanager.gateway import RegistrationResponse, ResourceManagerGateway
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 from flintlock.runtime.rpc.exceptions import RpcTimeout
 from flintlock.runtime.rpc.messages import ACK
 from flintlock.runtime.rpc.service import InProcRpcService
@@ -107,7 +108,7 @@ def _run(body: Callable[[Env], Awaitable[None]], *, start_rm: bool = True,
                           resource_id=ResourceID("te-1"), clock=clock,
                           number_of_slots=te_kwargs.pop("number_of_slots", 2))
         await te.start()
-        gw = await rpc.connect(te.address, TaskExecutorGateway)
+        gw = await rpc.connect(te.address, TaskExecutorGateway, fencing_token=DEFAULT_LEADER_ID)
         env = Env(rpc, clock, rm, jm, te, gw)
         try:
             await body(env)
