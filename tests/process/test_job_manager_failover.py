@@ -88,6 +88,9 @@ def test_a_killed_leader_is_replaced_and_its_running_job_finishes_exactly_once(
     done_files = sorted(p.name for p in done_out.iterdir())
 
     old = read_leader(cluster["ha"])
+    view = httpx.get(f"{_rest(cluster)}/v1/jobmanager/high-availability", timeout=5).json()
+    assert view["type"] == "FILE" and view["leader"]["session-id"] == old.session_id, view
+    assert sorted(j["role"] for j in view["jobmanagers"]) == ["leader", "standby"], view
     running = subprocess.Popen([*FLINTLOCK, "run", "--target", "remote", "--detached",
                                 *cluster["client_d"], str(program), str(slow_out), "600",
                                 "running at the kill"], stdout=subprocess.PIPE,
@@ -112,6 +115,10 @@ def test_a_killed_leader_is_replaced_and_its_running_job_finishes_exactly_once(
     rows = httpx.get(f"{_rest(cluster)}/v1/jobs/overview", timeout=5).json()["jobs"]
     (rerun,) = [r for r in rows if r["name"] == "running at the kill"]
     assert rerun["start-time"] >= killed_ms, rerun  # run again by the new leader
+    details = httpx.get(f"{_rest(cluster)}/v1/jobs/{rerun['jid']}", timeout=5).json()
+    assert details["recoveries"] == 1, details
+    view = httpx.get(f"{_rest(cluster)}/v1/jobmanager/high-availability", timeout=5).json()
+    assert [j["role"] for j in view["jobmanagers"]] == ["leader"], view  # the killed one is gone
     jobs = _jobs(cluster)
     assert jobs == {"done before the kill": "FINISHED", "running at the kill": "FINISHED"}, jobs
     assert sorted(p.name for p in done_out.iterdir()) == done_files  # not run again

@@ -4,6 +4,8 @@ three JobManagers and one TaskManager started with ``high-availability.type: ZOO
 - ZooKeeper stops answering (SIGSTOP) for longer than the session timeout while a batch job
   runs: the leader gives leadership up (its job is suspended, never FAILED), and once ZooKeeper
   answers again a leader runs the job to its exact output.
+- A JobManager of another cluster (another storage directory) started on the same cluster-id
+  exits with an error that names the conflict.
 - The leader is killed with SIGKILL while a job runs: a standby leads once the killed leader's
   ZooKeeper session expired, and the job finishes with its exact output.
 - The leader is paused (SIGSTOP: a partitioned or stalled process) until a standby took over and
@@ -63,7 +65,7 @@ def zk_cluster(tmp_path: Path) -> Iterator[dict[str, Any]]:
                                 "--taskmanagers", "1", *d], capture_output=True, text=True,
                                timeout=300, cwd=REPO)
         assert start.returncode == 0, f"{start.stdout}\n{start.stderr}\n{logs(state / 'log')}"
-        yield {"state": state, "zookeeper": zookeeper, "services": services,
+        yield {"state": state, "zookeeper": zookeeper, "services": services, "ha": ha,
                "client_d": ["-D", f"cluster.state-dir={state}"]}
     finally:
         subprocess.run([*FLINTLOCK, "cluster", "stop", *d], capture_output=True, text=True,
@@ -100,6 +102,17 @@ def test_zookeeper_outage_suspends_the_job_and_a_killed_leader_is_replaced(
     cluster = zk_cluster
     program = tmp_path / "slow.py"
     program.write_text(SLOW_PROGRAM)
+
+    # 0. a JobManager of another cluster (another storage directory) on the same cluster-id
+    other = subprocess.run(
+        [*FLINTLOCK, "jobmanager", "-D", "rest.port=0", "-D", "jobmanager.rpc.port=0",
+         *[a for k, v in cluster["ha"].items() for a in ("-D", f"{k}={v}")],
+         "-D", f"high-availability.storageDir={tmp_path / 'other-ha'}"],
+        capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert other.returncode == 1, other.stdout + other.stderr
+    assert "high-availability.cluster-id /default" in other.stderr, other.stderr
+    assert "is in use by another cluster" in other.stderr, other.stderr
+    assert "different high-availability.storageDir" in other.stderr, other.stderr
 
     # 1. ZooKeeper stops answering for longer than the session timeout
     out = tmp_path / "outage"

@@ -488,6 +488,39 @@ def test_a_batch_job_says_checkpointing_is_not_enabled(open_page: Callable[..., 
     assert f"GET jobs/{JID}/checkpoints/config" in site.requests
 
 
+def test_the_job_manager_page_shows_the_leader_and_the_standbys(
+        open_page: Callable[..., Any]) -> None:
+    def jm(pid: int, port: int, role: str) -> dict[str, Any]:
+        return {"id": f"h-{pid}-x", "host": "h", "pid": pid, "rpc-address": f"127.0.0.1:{port}",
+                "started": T0, "role": role}
+
+    page, _ = open_page({"jobmanager/high-availability": {
+        "type": "ZOOKEEPER", "cluster-id": "/prod", "storage-dir": "/shared/ha",
+        "leader": {"session-id": "c" * 32, "rest": "http://127.0.0.1:8082",
+                   "rpc-address": "127.0.0.1:6124"},
+        "jobmanagers": [jm(11, 6123, "standby"), jm(12, 6124, "leader"), jm(13, 6125, "standby")],
+    }}, "#/jobmanager/ha")
+    rows = page.locator("[data-testid=ha-jobmanagers] tbody tr")
+    expect(rows).to_have_count(3)
+    expect(page.locator("[data-testid=ha-jobmanagers] tr[data-role=leader] td").nth(1)
+           ).to_have_text("127.0.0.1:6124")
+    expect(page.locator("[data-testid=ha-jobmanagers] tr[data-role=standby]")).to_have_count(2)
+    expect(page.locator("dl.kv")).to_contain_text("c" * 32)
+    page2, _ = open_page({"jobmanager/high-availability": {
+        "type": "NONE", "cluster-id": None, "storage-dir": None, "leader": None,
+        "jobmanagers": []}}, "#/jobmanager/ha")
+    expect(page2.locator("[data-testid=ha-none]")).to_contain_text("high-availability.type: NONE")
+
+
+def test_a_recovered_job_says_how_often_a_new_leader_recovered_it(
+        open_page: Callable[..., Any]) -> None:
+    page, _ = open_page({f"jobs/{JID}": {**_job("BATCH"), "recoveries": 2}}, f"#/jobs/{JID}")
+    expect(page.locator("[data-testid=job-recoveries]")).to_have_text("2x")
+    page2, _ = open_page({f"jobs/{JID}": _job("BATCH")}, f"#/jobs/{JID}")
+    expect(page2.locator("[data-testid=job-state]")).to_be_visible()
+    expect(page2.locator("[data-testid=job-recoveries]")).to_have_count(0)
+
+
 def test_checkpoint_failure_messages_and_paths_are_never_markup(
         open_page: Callable[..., Any]) -> None:
     history = [

@@ -13,6 +13,7 @@ report termination through a callback posted to the Dispatcher's mailbox), so ca
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -155,6 +156,8 @@ class Dispatcher(FencedRpcEndpoint):
         self._collect: dict[tuple[JobID, str], CollectCoordinator] = {}
         self._persistence = persistence
         self._recovered = recovered
+        #: how often each recovered job was recovered by a new leader (high availability)
+        self._recoveries: dict[JobID, int] = dict(recovered.recoveries) if recovered else {}
         rpc_service.register(self)
 
     async def on_start(self) -> None:
@@ -255,6 +258,7 @@ class Dispatcher(FencedRpcEndpoint):
         self._job_reached_terminal(archived, result)
 
     def _job_reached_terminal(self, archived: ArchivedExecutionGraph, result: JobResult) -> None:
+        archived = self._with_recoveries(archived)
         runner = self._running.pop(archived.job_id, None)
         self._completed[archived.job_id] = (archived, result)
         while len(self._completed) > self._max_completed:
@@ -293,8 +297,12 @@ class Dispatcher(FencedRpcEndpoint):
         if isinstance(entry, tuple):
             return entry[0]
         if entry.gateway is None:
-            return entry.initializing_snapshot()
-        return await entry.gateway.request_job()
+            return self._with_recoveries(entry.initializing_snapshot())
+        return self._with_recoveries(await entry.gateway.request_job())
+
+    def _with_recoveries(self, archived: ArchivedExecutionGraph) -> ArchivedExecutionGraph:
+        count = self._recoveries.get(archived.job_id, 0)
+        return dataclasses.replace(archived, recoveries=count) if count else archived
 
     async def request_job_status(self, job_id: JobID) -> JobStatus:
         entry = self._lookup(job_id)

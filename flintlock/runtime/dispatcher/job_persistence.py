@@ -42,9 +42,11 @@ _STATUS = {"SUCCEEDED": JobStatus.FINISHED, "FAILED": JobStatus.FAILED,
 @dataclass
 class RecoveredJobs:
     """What a new leader found: JobGraphs to run, stored graphs that cannot be read (job id ->
-    why), and results of jobs that finished under earlier leaders."""
+    why), results of jobs that finished under earlier leaders, and how often each job to run
+    has been recovered by a new leader, this one included."""
 
     job_graphs: list[JobGraph] = field(default_factory=list)
+    recoveries: dict[JobID, int] = field(default_factory=dict)
     unreadable: dict[JobID, str] = field(default_factory=dict)
     finished: list[JobResultEntry] = field(default_factory=list)
 
@@ -90,6 +92,7 @@ class JobPersistence:
                 continue
             try:
                 recovered.job_graphs.append(self.job_graphs.recover_job_graph(job_id))
+                recovered.recoveries[job_id] = self.job_graphs.record_recovery(job_id)
             except JobGraphStoreException as exc:
                 log.error("job %s cannot be recovered: %s", job_id, exc)
                 recovered.unreadable[job_id] = str(exc)

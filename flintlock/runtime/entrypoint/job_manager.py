@@ -49,6 +49,10 @@ from flintlock.runtime.highavailability.asyncio_glue import (
     LeadershipEvents,
     unless_stopped,
 )
+from flintlock.runtime.highavailability.job_managers import (
+    JobManagerRecord,
+    check_same_cluster,
+)
 from flintlock.runtime.highavailability.leader import (
     LeaderInformation,
     LeadershipCheck,
@@ -115,7 +119,11 @@ async def _serve(configuration: Configuration, port_file: str | Path | None,
         timeout_s=configuration.get(RPC_ASK_TIMEOUT),
     )
     await rpc.start()
+    registry = None
     try:
+        if ha is not None:  # a clear error, before contending, for another cluster's id
+            registry = await asyncio.to_thread(
+                _announce, ha, f"{configuration.get(JM_RPC_ADDRESS)}:{rpc.port}", secret)
         if ha is None:
             started: list[Any] = []
             try:
@@ -130,12 +138,28 @@ async def _serve(configuration: Configuration, port_file: str | Path | None,
             while not stop.is_set():  # stand by, lead until leadership is lost, stand by again
                 await _lead_once(configuration, rpc, secret, logs, stop, ha, port_file)
     finally:
+        if registry is not None:
+            await asyncio.to_thread(registry.unregister)
         if ha is not None:
             ha.close()
         await rpc.close()
         await loop_lag.stop()
         if port_file is not None:
             Path(port_file).unlink(missing_ok=True)
+
+
+def _announce(ha: Any, rpc_address: str, secret: str | None) -> Any:
+    """Register this JobManager in the HA store's list (``job_managers``) after checking that
+    the JobManagers already there belong to the same cluster; returns the registry.
+
+    Raises:
+        ClusterIdConflictException: another cluster uses the cluster-id.
+    """
+    registry = ha.job_manager_registry()
+    mine = JobManagerRecord.of_this_process(rpc_address, ha.storage_dir, secret)
+    check_same_cluster(mine, registry.records(), ha.cluster_id, ha.where())
+    registry.register(mine)
+    return registry
 
 
 def _serving(configuration: Configuration, rpc: Any, rest: Any, reporter: Any,
@@ -265,7 +289,8 @@ async def _start_components(configuration: Configuration, rpc: Any, secret: str 
     await dispatcher.start()
     started.append(dispatcher)
     gateway = await rpc.connect(dispatcher.address, DispatcherGateway, fencing_token=leader_id)
-    rest = RestServer(create_app(gateway, configuration, secret=secret, job_manager_logs=logs),
+    rest = RestServer(create_app(gateway, configuration, secret=secret, job_manager_logs=logs,
+                                 high_availability=ha.describe if ha is not None else None),
                       host=configuration.get(REST_BIND_ADDRESS), port=configuration.get(REST_PORT))
     await rest.start()
     started.append(rest)

@@ -186,6 +186,8 @@ class ArchivedExecutionGraph:
     #: checkpoint statistics and configuration (``/jobs/:jobid/checkpoints``); None when the job
     #: is BATCH (STREAMING jobs can always take savepoints) or its JobMaster has not started
     checkpoint_stats: CheckpointStatsSnapshot | None = None
+    #: how many new JobManager leaders recovered the job (high availability; flintlock's)
+    recoveries: int = 0
 
     def root_exception_history(self) -> list[RootExceptionHistoryEntry]:
         """The failures grouped per failover, oldest first (``group_exception_history`` of the

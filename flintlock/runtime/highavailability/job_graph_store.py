@@ -24,6 +24,8 @@ from flintlock.runtime.shuffle.layout import filesystem_and_path
 __all__ = ["FileSystemJobGraphStore", "JobGraphStoreException"]
 
 PREFIX = "submittedJobGraph-"
+#: ``recoveries-<job id>``: how many leaders recovered the job so far (a decimal number)
+RECOVERIES = "recoveries-"
 
 
 class JobGraphStoreException(FlintlockException):
@@ -92,9 +94,27 @@ class FileSystemJobGraphStore:
                     continue
         return sorted(ids, key=str)
 
-    def remove_job_graph(self, job_id: JobID) -> None:
-        """Forget ``job_id``'s graph (no error when it is not there)."""
+    def record_recovery(self, job_id: JobID) -> int:
+        """Count one more recovery of ``job_id`` by a new leader; returns the count (1 the first
+        time). Only the leader writes it, so a read-modify-write suffices.
+
+        Raises:
+            OSError: the directory cannot be written.
+        """
+        path = f"{self._dir}/{RECOVERIES}{job_id}"
         try:
-            self._fs.delete_file(self._path(job_id))
-        except FileNotFoundError:
-            pass
+            with self._fs.open_input_stream(path) as stream:
+                count = int(stream.read().decode() or 0) + 1
+        except (FileNotFoundError, ValueError):
+            count = 1
+        with self._fs.open_output_stream(path) as out:
+            out.write(str(count).encode())
+        return count
+
+    def remove_job_graph(self, job_id: JobID) -> None:
+        """Forget ``job_id``'s graph and recovery count (no error when they are not there)."""
+        for path in (self._path(job_id), f"{self._dir}/{RECOVERIES}{job_id}"):
+            try:
+                self._fs.delete_file(path)
+            except FileNotFoundError:
+                pass

@@ -42,6 +42,11 @@ from flintlock.runtime.highavailability.file_services import (
     read_leader,
 )
 from flintlock.runtime.highavailability.job_graph_store import FileSystemJobGraphStore
+from flintlock.runtime.highavailability.job_managers import (
+    FileJobManagerRegistry,
+    ZooKeeperJobManagerRegistry,
+    describe,
+)
 from flintlock.runtime.highavailability.job_result_store import FileSystemJobResultStore
 from flintlock.runtime.highavailability.leader import LeaderInformation
 from flintlock.runtime.highavailability.zookeeper_services import (
@@ -74,6 +79,7 @@ class HighAvailabilityServices:
         poll_interval_s: how often file election and retrieval look (s).
         zookeeper: with ZOOKEEPER, (quorum, cluster node, session timeout s, connection timeout
             s, retry wait s, max retries).
+        cluster_id: ``high-availability.cluster-id``; storage_dir: ``.storageDir``.
     """
 
     kind: str
@@ -82,6 +88,8 @@ class HighAvailabilityServices:
     delete_on_commit: bool = False
     poll_interval_s: float = 0.1
     zookeeper: tuple[str, str, float, float, float, int] | None = None
+    cluster_id: str = ""
+    storage_dir: str = ""
     _client: Any = field(default=None, repr=False, compare=False)
 
     def _zookeeper(self) -> tuple[Any, str]:
@@ -112,6 +120,24 @@ class HighAvailabilityServices:
         if self.kind == "ZOOKEEPER":
             return read_zookeeper_leader(*self._zookeeper())
         return read_leader(self.directory)
+
+    def job_manager_registry(self) -> FileJobManagerRegistry | ZooKeeperJobManagerRegistry:
+        """Where JobManager processes announce themselves (``job_managers``)."""
+        if self.kind == "ZOOKEEPER":
+            return ZooKeeperJobManagerRegistry(*self._zookeeper())
+        return FileJobManagerRegistry(self.directory)
+
+    def where(self) -> str:
+        """Where the cluster's leadership lives, for messages (a ZooKeeper node or a directory)."""
+        if self.zookeeper is not None:
+            return f"ZooKeeper {self.zookeeper[0]} node {self.zookeeper[1]}"
+        return self.directory
+
+    def describe(self) -> dict[str, Any]:
+        """The ``/jobmanager/high-availability`` document (``job_managers.describe``); reads the
+        HA store (blocking)."""
+        return describe(self.kind, self.cluster_id, self.storage_dir, self.current_leader(),
+                        self.job_manager_registry().records())
 
     def job_graph_store(self) -> FileSystemJobGraphStore:
         return FileSystemJobGraphStore(f"{self.directory}/job-graphs")
@@ -173,4 +199,5 @@ def create_ha_services(configuration: Configuration) -> HighAvailabilityServices
                      configuration.get(HA_ZK_RETRY_WAIT), configuration.get(HA_ZK_MAX_RETRIES))
     return HighAvailabilityServices(kind, f"{storage}/{cluster}", results,
                                     configuration.get(JOB_RESULT_STORE_DELETE_ON_COMMIT),
-                                    zookeeper=zookeeper)
+                                    zookeeper=zookeeper, cluster_id=cluster_id,
+                                    storage_dir=storage)

@@ -10,6 +10,7 @@ Flink's ``{"errors": [...]}`` (``flintlock.runtime.rest.errors``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -53,6 +54,7 @@ def create_app(
     flink_revision: str = "unknown",
     now_ms: Callable[[], int] | None = None,
     job_manager_logs: LogDirectory | None = None,
+    high_availability: Callable[[], dict[str, Any]] | None = None,
 ) -> FastAPI:
     """Build the REST app.
 
@@ -65,6 +67,8 @@ def create_app(
         flink_revision: reported as ``flink-revision`` and ``flink-commit``.
         now_ms: wall clock in epoch ms (tests pass a fixed one).
         job_manager_logs: the JobManager process's log files (``/jobmanager/log[s]``).
+        high_availability: reads the cluster's HA view for ``/jobmanager/high-availability``
+            (blocking; run in a worker thread); None without high availability.
 
     Returns:
         The FastAPI app (serve it with ``RestServer``).
@@ -85,6 +89,7 @@ def create_app(
         flink_revision=flink_revision,
         max_content_length=int(configuration.get(REST_SERVER_MAX_CONTENT)),
         now_ms=now_ms or wall_clock_ms,
+        high_availability=high_availability,
     )
     app.state.observability = ObservabilityContext(
         job_manager_logs=job_manager_logs,

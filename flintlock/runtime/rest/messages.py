@@ -307,6 +307,8 @@ def job_details_info(graph: ArchivedExecutionGraph, now_ms: int) -> dict[str, An
         "pending-slot-requests": graph.pending_slot_requests,
         # restarts so far (Flink's numRestarts job metric)
         "numRestarts": graph.number_of_restarts,
+        # how many new JobManager leaders recovered the job (high availability)
+        "recoveries": graph.recoveries,
         # epoch ms at which the pending restart may begin; -1 unless the job is RESTARTING
         "next-restart-time": (
             graph.next_restart_attempt_ms if graph.next_restart_attempt_ms is not None else -1

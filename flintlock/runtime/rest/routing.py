@@ -37,6 +37,8 @@ class RestContext:
         flink_revision: reported as ``flink-revision`` / ``flink-commit``.
         max_content_length: ``rest.server.max-content-length`` in bytes.
         now_ms: wall clock in epoch ms (for durations of running jobs).
+        high_availability: reads the HA view (``HighAvailabilityServices.describe``, blocking);
+            None without high availability.
     """
 
     dispatcher: DispatcherGateway
@@ -46,6 +48,7 @@ class RestContext:
     flink_revision: str
     max_content_length: int
     now_ms: Callable[[], int] = field(default=wall_clock_ms)
+    high_availability: Callable[[], dict[str, Any]] | None = None
 
 
 def rest_context(request: Request) -> RestContext:

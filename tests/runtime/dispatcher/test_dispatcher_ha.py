@@ -17,6 +17,7 @@ from flintlock.runtime.highavailability.job_result_store import (
     FileSystemJobResultStore,
     JobResultEntry,
 )
+from flintlock.runtime.highavailability.leader import LeadershipLostException
 from flintlock.runtime.jobgraph.types import JobStatus
 from flintlock.testing.waiting import wait_until
 from tests.runtime.dispatcher.test_dispatcher import _job, _setup
@@ -64,6 +65,8 @@ def test_a_new_leader_runs_unfinished_jobs_again_and_lists_finished_ones(tmp_pat
             await gw.submit_job(done)
         masters[0].finish("CANCELED")
         await wait_until(lambda: running.job_id in d._completed)
+        assert (await gw.request_job(running.job_id)).recoveries == 1  # by this leader
+        assert (await gw.request_job(done.job_id)).recoveries == 0
         assert graphs.job_ids() == []  # every job ended: nothing left to recover
         await d.stop()
         await rm.stop()
@@ -73,6 +76,43 @@ def test_a_new_leader_runs_unfinished_jobs_again_and_lists_finished_ones(tmp_pat
         assert {j.job_id: j.state for j in await gw.list_jobs()} == {
             done.job_id: JobStatus.FINISHED, running.job_id: JobStatus.CANCELED,
             corrupt.job_id: JobStatus.FAILED}
+        await d.stop()
+        await rm.stop()
+
+    asyncio.run(body())
+
+
+def test_recoveries_are_counted_per_job_across_leaders(tmp_path: Path) -> None:
+    graphs = FileSystemJobGraphStore(str(tmp_path / "graphs"))
+    jg = _job("twice")
+    graphs.put_job_graph(jg)
+    persistence = _persistence(tmp_path)
+    assert persistence.recover().recoveries == {jg.job_id: 1}
+    assert persistence.recover().recoveries == {jg.job_id: 2}  # the next leader's
+    graphs.remove_job_graph(jg.job_id)
+    graphs.put_job_graph(jg)  # gone with the graph: a new submission starts at zero
+    assert persistence.recover().recoveries == {jg.job_id: 1}
+
+
+def test_a_deposed_leader_records_no_result(tmp_path: Path) -> None:
+    """The leadership check fails (a newer leader took over): the job's result is not written
+    and its graph stays for the newer leader."""
+
+    def deposed() -> None:
+        raise LeadershipLostException("this JobManager no longer leads (session s1)")
+
+    async def body() -> None:
+        persistence = _persistence(tmp_path)
+        _, rm, d, gw, masters = await _setup(persistence=persistence, leadership_check=deposed)
+        jg = _job("ends under a newer leader")
+        await gw.submit_job(jg)
+        await wait_until(lambda: masters and masters[0].is_running)
+        assert masters[0].kwargs["leadership_check"] is deposed  # the JobMaster checks too
+        masters[0].finish("FAILED")
+        await wait_until(lambda: jg.job_id in d._completed)
+        results = FileSystemJobResultStore(str(tmp_path / "results"))
+        assert not results.has_job_result_entry(jg.job_id)
+        assert FileSystemJobGraphStore(str(tmp_path / "graphs")).job_ids() == [jg.job_id]
         await d.stop()
         await rm.stop()
 

@@ -48,7 +48,7 @@ class RestHarness:
 
 
 def _make_harness(conf: dict[str, Any] | None = None, secret: str | None = SECRET,
-                  ) -> Iterator[RestHarness]:
+                  **app: Any) -> Iterator[RestHarness]:
     with anyio.from_thread.start_blocking_portal() as portal:
         endpoint = TestingEndpoint("dispatcher", DispatcherGateway)
 
@@ -59,9 +59,8 @@ def _make_harness(conf: dict[str, Any] | None = None, secret: str | None = SECRE
             return await rpc.connect(endpoint.address, DispatcherGateway, fencing_token=DEFAULT_LEADER_ID)
 
         gateway = portal.call(start)
-        app = create_app(gateway, Configuration(conf or {}), secret=secret,
-                         now_ms=lambda: NOW_MS)
-        client = TestClient(app)
+        client = TestClient(create_app(gateway, Configuration(conf or {}), secret=secret,
+                                       now_ms=lambda: NOW_MS, **app))
         client.portal = portal  # run requests in the dispatcher's loop
         try:
             yield RestHarness(client, endpoint, secret)
@@ -77,11 +76,13 @@ def rest() -> Iterator[RestHarness]:
 
 @pytest.fixture
 def make_rest() -> Iterator[Callable[..., RestHarness]]:
-    """Build a harness with another configuration or secret: ``make_rest(conf, secret=...)``."""
+    """Build a harness with another configuration or secret: ``make_rest(conf, secret=...)``;
+    more keywords go to ``create_app``."""
     generators: list[Iterator[RestHarness]] = []
 
-    def make(conf: dict[str, Any] | None = None, secret: str | None = SECRET) -> RestHarness:
-        gen = _make_harness(conf, secret)
+    def make(conf: dict[str, Any] | None = None, secret: str | None = SECRET,
+             **app: Any) -> RestHarness:
+        gen = _make_harness(conf, secret, **app)
         generators.append(gen)
         return next(gen)
 

@@ -212,8 +212,9 @@ def test_job_details(rest, prefix):
     assert set(body) == {"jid", "name", "isStoppable", "state", "job-type", "start-time",
                          "end-time", "duration", "maxParallelism", "now", "timestamps",
                          "vertices", "status-counts", "plan", "pending-operators",
-                         "pending-slot-requests", "numRestarts",
-                         "next-restart-time"}  # the last three are flintlock's additions
+                         "pending-slot-requests", "numRestarts", "recoveries",
+                         "next-restart-time"}  # the last four are flintlock's additions
+    assert body["recoveries"] == 0
     assert body["jid"] == str(JOB)
     assert (body["state"], body["job-type"], body["isStoppable"]) == ("RUNNING", "BATCH", False)
     assert (body["start-time"], body["end-time"]) == (T0 - 100, -1)
@@ -483,3 +484,21 @@ def test_openapi_is_served(rest):
     assert "/v1/jobs/{jobid}" in spec["paths"]
     assert set(spec["paths"]["/v1/jobs"]) == {"get", "post"}
     assert "multipart/form-data" in spec["paths"]["/v1/jobs"]["post"]["requestBody"]["content"]
+
+
+def test_the_high_availability_view(rest, make_rest):
+    assert rest.client.get("/v1/jobmanager/high-availability").json() == {
+        "type": "NONE", "cluster-id": None, "storage-dir": None, "leader": None,
+        "jobmanagers": []}
+    doc = {"type": "FILE", "cluster-id": "/default", "storage-dir": "/ha", "leader": None,
+           "jobmanagers": [{"id": "h-1-x", "role": "standby"}]}
+    assert make_rest(high_availability=lambda: doc).client.get(
+        "/jobmanager/high-availability").json() == doc
+
+    def unreachable():
+        raise ConnectionError("ZooKeeper 127.0.0.1:2181 does not answer")
+
+    r = make_rest(high_availability=unreachable).client.get("/jobmanager/high-availability")
+    assert r.status_code == 503
+    assert r.json()["errors"] == ["The high-availability store cannot be read: ConnectionError: "
+                                  "ZooKeeper 127.0.0.1:2181 does not answer"]

@@ -1,5 +1,6 @@
 """JobManager handlers: ``/jobmanager/config``, ``/jobmanager/logs[/:filename]``,
-``/jobmanager/log`` and ``/jobmanager/stdout`` (``/jobmanager/metrics`` is in ``metrics``).
+``/jobmanager/log``, ``/jobmanager/stdout`` (``/jobmanager/metrics`` is in ``metrics``) and
+``/jobmanager/high-availability`` (flintlock's: the leader and the standby JobManagers).
 
 The configuration is Flink's ``ConfigurationInfo`` (a list of ``{"key", "value"}`` sorted by key)
 with sensitive values masked as Flink's ``GlobalConfiguration.isSensitive`` does. Log files are the
@@ -86,3 +87,19 @@ async def job_manager_main_log(request: Request, obs: Obs,
 async def job_manager_stdout() -> Response:
     raise RestHandlerException(
         404, "The JobManager's stdout is not captured separately; see GET /jobmanager/log.")
+
+
+@router.get("/jobmanager/high-availability", tags=["jobmanager"],
+            summary="The HA type, the leader and the standby JobManagers (flintlock).")
+async def job_manager_high_availability(ctx: Ctx) -> dict[str, Any]:
+    """``job_managers.describe``'s document; without high availability ``{"type": "NONE",
+    "leader": null, "jobmanagers": []}``. 503 when the HA store cannot be read."""
+    if ctx.high_availability is None:
+        return {"type": "NONE", "cluster-id": None, "storage-dir": None, "leader": None,
+                "jobmanagers": []}
+    try:
+        return await run_blocking(ctx.high_availability)
+    except Exception as exc:  # ZooKeeper unreachable, storage unreadable
+        raise RestHandlerException(
+            503, f"The high-availability store cannot be read: {type(exc).__name__}: {exc}"
+        ) from None

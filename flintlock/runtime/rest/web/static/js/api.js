@@ -118,6 +118,7 @@ export const api = {
   taskManagerLogs: (tmid) => getJSON(`taskmanagers/${seg(tmid)}/logs`),
   jobManagerConfig: () => getJSON("jobmanager/config"),
   jobManagerLogs: () => getJSON("jobmanager/logs"),
+  highAvailability: () => getJSON("jobmanager/high-availability"),
   jars: () => getJSON("jars"),
   uploadJar: (form, secret) => postForm("jars/upload", form, secret),
   runJar: (jarId, body, secret) => sendJSON("POST", `jars/${seg(jarId)}/run`, body, secret),

@@ -26,7 +26,7 @@ const ROUTES = [
     jobPage, null],
   [/^\/taskmanagers$/, taskManagersPage, "taskmanagers"],
   [/^\/taskmanagers\/(?<tmid>[^/]+)(?:\/(?<tab>logs|metrics))?$/, taskManagerPage, "taskmanagers"],
-  [/^\/jobmanager(?:\/(?<tab>config|logs|metrics))?$/, jobManagerPage, "jobmanager"],
+  [/^\/jobmanager(?:\/(?<tab>config|logs|metrics|ha))?$/, jobManagerPage, "jobmanager"],
   [/^\/logs\/(?<owner>jobmanager)(?:\/(?<name>[^/]+))?$/, logsPage, "jobmanager"],
   [/^\/logs\/(?<owner>taskmanager)\/(?<tmid>[^/]+)(?:\/(?<name>[^/]+))?$/, logsPage,
     "taskmanagers"],

@@ -57,6 +57,8 @@ function header(job, ctx) {
       ["Tasks", taskCounts(job["status-counts"])],
       job["pending-slot-requests"] ? ["Waiting for slots", String(job["pending-slot-requests"])]
         : null,
+      job.recoveries ? ["Recovered by a new leader",
+        h("span", { "data-testid": "job-recoveries" }, `${job.recoveries}x`)] : null,
     ].filter(Boolean)));
 }
 
