@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import heapq
+import logging
 import os
 import zlib
 from collections.abc import Sequence
@@ -28,6 +29,8 @@ import pyarrow.fs as pafs
 from flintlock.connectors.exceptions import SinkException, SourceException
 
 __all__ = ["FileSink", "FileSource", "FileSplit", "MonitoredFilesSplit", "assign_balanced"]
+
+log = logging.getLogger(__name__)
 
 _GLOB_CHARS = set("*?[")
 _EXTENSIONS = {"parquet": "parquet", "csv": "csv", "json": "json", "text": "txt"}
@@ -279,11 +282,18 @@ class FileSink:
     def prepare(self, job_id: str) -> None:
         """Fail fast if the target holds data and ``mode == "error"``.
 
+        A run of the same job that was publishing when it stopped (its ``_COMMITTING`` marker
+        is still there: a JobManager leader died mid-commit, and the new leader runs the job
+        again) left part of its output in the target. Every data file there is that run's
+        (the target was empty, or cleared by ``overwrite``), so it is removed first: the new
+        run publishes the whole output once.
+
         Raises:
             SinkException: naming the path.
         """
         try:
             fs, root, _ = self._root()
+            self._roll_back_interrupted_commit(fs, root, job_id)
             entries = self._data_entries(fs, root)
         except SinkException:
             raise
@@ -294,6 +304,19 @@ class FileSink:
                 f"{self.describe()}: output path {self.path!r} already holds data "
                 f"(mode='error'; use mode='overwrite' to replace it)"
             )
+
+    def _roll_back_interrupted_commit(self, fs: pafs.FileSystem, root: str, job_id: str) -> None:
+        _, job_tmp = self._job_tmp(job_id)
+        if fs.get_file_info(f"{job_tmp}/_COMMITTING").type == pafs.FileType.NotFound:
+            return
+        log.warning("%s: an earlier run of job %s stopped while publishing; its partial output "
+                    "is removed before the job runs again", self.describe(), job_id)
+        for entry in self._data_entries(fs, root):
+            if entry.type == pafs.FileType.Directory:
+                fs.delete_dir(entry.path)
+            else:
+                fs.delete_file(entry.path)
+        self._remove_temporary(fs, job_tmp)
 
     def commit(self, job_id: str, committables: Sequence[Any]) -> None:
         """Publish the attempts' part files (``committables[i]`` = subtask i's directory).

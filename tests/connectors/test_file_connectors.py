@@ -93,6 +93,33 @@ def test_file_sink_prepare_rejects_existing_data(tmp_path):
     FileSink.parquet(str(out), mode="overwrite").prepare("job")
 
 
+def test_a_commit_interrupted_by_a_leader_death_is_rolled_back_before_the_job_runs_again(
+        tmp_path):
+    """The old leader published subtask 0's file, then died before subtask 1's: the new leader
+    runs the job again, and its prepare removes the half-published output instead of failing
+    with "already holds data". A job whose commit completed is never touched."""
+    out = tmp_path / "out"
+    sink = FileSink.parquet(str(out))
+    sink.prepare("job-a")
+    staged = {i: out / "_temporary" / "job-a" / f"attempt-{i}" for i in (0, 1)}
+    for i, directory in staged.items():
+        directory.mkdir(parents=True)
+        pq.write_table(pa.table({"id": [i]}), directory / "part-0.parquet")
+    (out / "_temporary" / "job-a" / "_COMMITTING").write_bytes(b"")
+    (staged[0] / "part-0.parquet").rename(out / "part-00000-000.parquet")  # then the death
+    sink.prepare("job-a")  # the new leader's run of the same job
+    assert sorted(p.name for p in out.iterdir()) == []
+    sink.commit("job-a", [])  # nothing staged any more: nothing happens
+    for i in (0, 1):  # the new run stages and publishes everything once
+        staged[i].mkdir(parents=True)
+        pq.write_table(pa.table({"id": [i]}), staged[i] / "part-0.parquet")
+    sink.commit("job-a", [str(staged[0]), str(staged[1])])
+    assert sorted(pq.read_table(str(out)).column("id").to_pylist()) == [0, 1]
+    with pytest.raises(SinkException, match="already holds data"):
+        sink.prepare("job-a")  # committed completely: its output is not removed
+    assert sorted(pq.read_table(str(out)).column("id").to_pylist()) == [0, 1]
+
+
 @pytest.mark.spark
 def test_file_sink_two_phase_commit_and_abort(tmp_path, spark_provider):
     import cloudpickle

@@ -181,7 +181,7 @@ class CheckpointCoordinatorShell:
         retain = (self.settings.retention == "RETAIN_ON_CANCELLATION"
                   and status in (JobStatus.CANCELED, JobStatus.FAILED))
         if not retain:
-            self._io(lambda: storage.discard(self.job_directory), _log_error("discard checkpoints"))
+            self._io(lambda: self._discard(self.job_directory), _log_error("discard checkpoints"))
 
     # ---- RPCs from tasks ------------------------------------------------------------------------------
 
@@ -242,7 +242,7 @@ class CheckpointCoordinatorShell:
                 self._finalize(command.checkpoint)
             elif isinstance(command, DiscardCheckpoint):
                 location = command.location
-                self._io(lambda location=location: storage.discard(location),
+                self._io(lambda location=location: self._discard(location),
                          _log_error(f"discarding {location}"))
             elif isinstance(command, ExpireCheckpoint):
                 self.jm.schedule(command.delay_s, self._expire, command.checkpoint_id)
@@ -312,6 +312,12 @@ class CheckpointCoordinatorShell:
             self.jm._handle(CheckpointFinalized())
 
         self._io(work, done)
+
+    def _discard(self, location: str) -> None:
+        """Delete checkpoint data (I/O executor), unless this JobManager no longer leads: a
+        newer leader may be restoring from it (``LeadershipLostException``)."""
+        self.jm.check_leadership()
+        storage.discard(location)
 
     def _commit_sinks(self, checkpoint: CompletedCheckpoint) -> None:
         """Publish the transactions ``checkpoint`` names (I/O executor).

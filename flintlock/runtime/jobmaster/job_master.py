@@ -351,8 +351,9 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
     def _finalize_sinks(self, command: FinalizeSinks) -> None:
         """Worker thread: commit or abort every sink (abort is attempted for all, errors re-raised)."""
         job_id = str(self.job_id)
-        if command.commit:
-            self.check_leadership()
+        # a deposed leader neither publishes nor aborts: the newer leader's attempts of this
+        # job write under the same job id
+        self.check_leadership()
         first_error: BaseException | None = None
         for sink, committables in command.work:
             try:
