@@ -340,6 +340,13 @@ JOB_RESULT_STORE_PATH = option(
     "job-result-store.storage-path", None, _str,
     "Where job results are stored (default: <high-availability.storageDir>/job-result-store/"
     "<cluster-id>).")
+BATCH_JOB_RECOVERY = option(
+    "execution.batch.job-recovery.enabled", False, _bool,
+    "With high availability, record each finished subtask of a BATCH job (its result "
+    "partitions and sink output) in the HA storage, so a new leader keeps the subtasks whose "
+    "outputs are still there and runs only the rest (Flink 1.20's batch job recovery, "
+    "FLIP-383). Needs shuffle.storage-dir on storage every TaskManager reaches: partitions on a "
+    "TaskManager's own disk are produced again.")
 JOB_RESULT_STORE_DELETE_ON_COMMIT = option(
     "job-result-store.delete-on-commit", False, _bool,
     "Delete a job's result entry once its cleanup finished, instead of keeping it as "

@@ -305,6 +305,15 @@ class FileSink:
                 f"(mode='error'; use mode='overwrite' to replace it)"
             )
 
+    def committable_present(self, committable: object) -> bool:
+        """Whether an attempt's staged output (``committable``, its directory) is still there
+        to publish (batch job recovery keeps a finished sink subtask only then)."""
+        try:
+            fs, path, _ = _fs_path(str(committable))
+            return fs.get_file_info(path).type == pafs.FileType.Directory
+        except (OSError, ValueError):
+            return False
+
     def _roll_back_interrupted_commit(self, fs: pafs.FileSystem, root: str, job_id: str) -> None:
         _, job_tmp = self._job_tmp(job_id)
         if fs.get_file_info(f"{job_tmp}/_COMMITTING").type == pafs.FileType.NotFound:
@@ -341,8 +350,12 @@ class FileSink:
                  if e.type == pafs.FileType.File and not _hidden(e.base_name)),
                 key=lambda e: e.path,
             )
-            for n, entry in enumerate(files):
-                fs.move(entry.path, f"{root}/part-{subtask:05d}-{n:03d}.{ext}")
+            for entry in files:  # Spark's names are unique: a resumed commit adds, never replaces
+                name = entry.base_name[5:] if entry.base_name.startswith("part-") else \
+                    entry.base_name
+                if not name.endswith(f".{ext}"):
+                    name = f"{name}.{ext}"
+                fs.move(entry.path, f"{root}/part-{subtask:05d}-{name}")
             fs.delete_dir(src_dir)
         self._remove_temporary(fs, job_tmp)
 

@@ -41,10 +41,21 @@ pytestmark = [pytest.mark.spark, pytest.mark.process]
 
 @pytest.fixture
 def ha_cluster(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    yield from _ha_cluster(tmp_path)
+
+
+@pytest.fixture
+def recovering_ha_cluster(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """With batch job recovery: partitions on shared storage, finished subtasks recorded."""
+    yield from _ha_cluster(tmp_path, "-D", f"shuffle.storage-dir={tmp_path / 'shuffle'}",
+                           "-D", "execution.batch.job-recovery.enabled=true")
+
+
+def _ha_cluster(tmp_path: Path, *options: str) -> Iterator[dict[str, Any]]:
     state = tmp_path / "cluster"
     d = ["-D", f"cluster.state-dir={state}", "-D", "rest.port=0",
          "-D", "taskmanager.numberOfTaskSlots=2", "-D", "heartbeat.interval=500 ms",
-         "-D", "heartbeat.timeout=5 s"]
+         "-D", "heartbeat.timeout=5 s", *options]
     try:
         start = subprocess.run([*FLINTLOCK, "cluster", "start", "--jobmanagers", "2",
                                 "--taskmanagers", "1", *d], capture_output=True, text=True,
@@ -127,6 +138,62 @@ def test_a_killed_leader_is_replaced_and_its_running_job_finishes_exactly_once(
     assert "running at the kill" in listed.stdout, listed.stdout + listed.stderr
     print(f"new leader {took_over_s:.1f} s after the kill; job finished {finished_s:.1f} s "
           "after it")
+
+
+#: argv: <output dir> <rows> <job name>; two stages: the sources, then a slow map into the sink
+TWO_STAGE_PROGRAM = """
+import sys, time
+from flintlock import StreamExecutionEnvironment
+from flintlock.connectors import FileSink
+
+def slow(row):
+    time.sleep(0.02)
+    return (row.id,)
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(2)
+(env.from_sequence(1, int(sys.argv[2])).rebalance().map(slow, "id long")
+ .sink_to(FileSink.parquet(sys.argv[1])))
+env.execute(sys.argv[3])
+"""
+
+
+@pytest.mark.timeout(600)
+def test_batch_job_recovery_keeps_the_finished_stage(recovering_ha_cluster: dict[str, Any],
+                                                      tmp_path: Path) -> None:
+    """The leader is killed while the second stage runs: the new leader keeps the two finished
+    source subtasks (their partitions are on shared storage) and runs only the second stage."""
+    cluster = recovering_ha_cluster
+    program, out = tmp_path / "two_stages.py", tmp_path / "out"
+    program.write_text(TWO_STAGE_PROGRAM)
+    submit = subprocess.run([*FLINTLOCK, "run", "--target", "remote", "--detached",
+                             *cluster["client_d"], str(program), str(out), "600", "two stages"],
+                            capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert submit.returncode == 0, submit.stdout + submit.stderr
+
+    def stages() -> list[str]:
+        try:
+            (job,) = [r for r in httpx.get(f"{_rest(cluster)}/v1/jobs/overview", timeout=5)
+                      .json()["jobs"] if r["name"] == "two stages"]
+            details = httpx.get(f"{_rest(cluster)}/v1/jobs/{job['jid']}", timeout=5).json()
+        except (httpx.HTTPError, AssertionError, ValueError):
+            return []
+        return [v["status"] for v in details["vertices"]]
+
+    wait_until_sync(lambda: stages() == ["FINISHED", "RUNNING"], 120, interval_s=0.1,
+                    describe=stages)
+    os.kill(leader_pid(cluster["state"]), signal.SIGKILL)
+    wait_until_sync(lambda: _jobs(cluster).get("two stages") == "FINISHED", 240,
+                    interval_s=0.5, describe=lambda: f"{_jobs(cluster)}\n"
+                    f"{logs(cluster['state'] / 'log')}")
+    assert parquet_ids(out) == list(range(1, 601))  # every row once
+    job_managers = "".join(p.read_text(errors="replace")
+                           for p in (cluster["state"] / "log").glob("flintlock-jobmanager-*.log"))
+    assert "batch job recovery keeps 2 of its 4 subtasks" in job_managers, job_managers[-3000:]
+    # the restored partitions (no TaskManager tracks them now) are deleted with the job's end
+    left = lambda: sorted(str(p) for p in (tmp_path / "shuffle").glob("*/*/*"))  # noqa: E731
+    wait_until_sync(lambda: left() == [], 30, interval_s=0.2, describe=left)
+    print("the new leader ran 2 of the job's 4 subtasks again")
 
 
 #: argv: <output dir> <rows> <rows per second> <job name>

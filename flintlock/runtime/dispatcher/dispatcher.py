@@ -225,6 +225,7 @@ class Dispatcher(FencedRpcEndpoint):
             clock=self.clock,
             fencing_token=self.fencing_token,
             leadership_check=self._leadership_check,
+            job_events=self._persistence.job_events if self._persistence is not None else None,
         )
         runner = JobManagerRunner(job_graph, job_master, now, timestamps={"INITIALIZING": now})
         self._running[job_id] = runner

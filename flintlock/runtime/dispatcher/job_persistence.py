@@ -19,6 +19,7 @@ import logging
 from dataclasses import dataclass, field
 
 from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph, JobResult
+from flintlock.runtime.highavailability.job_event_store import FileSystemJobEventStore
 from flintlock.runtime.highavailability.job_graph_store import (
     FileSystemJobGraphStore,
     JobGraphStoreException,
@@ -55,9 +56,12 @@ class JobPersistence:
     """See the module docstring."""
 
     def __init__(self, job_graphs: FileSystemJobGraphStore,
-                 job_results: FileSystemJobResultStore) -> None:
+                 job_results: FileSystemJobResultStore,
+                 job_events: FileSystemJobEventStore | None = None) -> None:
         self.job_graphs = job_graphs
         self.job_results = job_results
+        #: finished subtasks of BATCH jobs (batch job recovery), removed with the JobGraph
+        self.job_events = job_events
 
     def is_finished(self, job_id: JobID) -> bool:
         return self.job_results.has_job_result_entry(job_id)
@@ -76,6 +80,8 @@ class JobPersistence:
         self._clean_up(entry.job_id)
 
     def _clean_up(self, job_id: JobID) -> None:
+        if self.job_events is not None:
+            self.job_events.remove(job_id)
         self.job_graphs.remove_job_graph(job_id)
         self.job_results.mark_result_as_clean(job_id)
 

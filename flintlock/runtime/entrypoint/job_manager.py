@@ -280,7 +280,8 @@ async def _start_components(configuration: Configuration, rpc: Any, secret: str 
     started.append(resource_manager)
     persistence = recovered = None
     if ha is not None:
-        persistence = JobPersistence(ha.job_graph_store(), ha.job_result_store())
+        persistence = JobPersistence(ha.job_graph_store(), ha.job_result_store(),
+                                     ha.job_event_store())
         recovered = await asyncio.to_thread(persistence.recover)
     dispatcher = Dispatcher(rpc, configuration, resource_manager.address,
                             on_shutdown_requested=stop.set, persistence=persistence,

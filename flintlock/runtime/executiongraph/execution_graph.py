@@ -322,14 +322,17 @@ class ExecutionGraph:
                     assert p.finished == (e.state is ExecutionState.FINISHED), (
                         f"{p.id}: finished={p.finished} but producer {e} is {e.state.name}"
                     )
-            if e.slot is None:
+            restored = ExecutionState.RECONCILING in e.state_timestamps  # batch job recovery
+            if e.slot is None and not restored:
                 assert e.state in (
                     ExecutionState.CREATED, ExecutionState.SCHEDULED, ExecutionState.CANCELED,
                     ExecutionState.FAILED,
                 ), f"{e}: {e.state.name} without a slot"
         assert self.state in self.state_timestamps, f"job {self.state.name} has no timestamp"
         if self.state is JobStatus.CREATED:
-            assert all(e.state is ExecutionState.CREATED for e in self.current_executions())
+            assert all(e.state is ExecutionState.CREATED
+                       or ExecutionState.RECONCILING in e.state_timestamps
+                       for e in self.current_executions())
         if self.state.is_globally_terminal():
             assert self.all_terminal(), f"job {self.state.name} with non-terminal executions"
         if self.state is JobStatus.FINISHED:

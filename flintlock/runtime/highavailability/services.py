@@ -41,6 +41,7 @@ from flintlock.runtime.highavailability.file_services import (
     FileLeaderRetrievalService,
     read_leader,
 )
+from flintlock.runtime.highavailability.job_event_store import FileSystemJobEventStore
 from flintlock.runtime.highavailability.job_graph_store import FileSystemJobGraphStore
 from flintlock.runtime.highavailability.job_managers import (
     FileJobManagerRegistry,
@@ -141,6 +142,10 @@ class HighAvailabilityServices:
 
     def job_graph_store(self) -> FileSystemJobGraphStore:
         return FileSystemJobGraphStore(f"{self.directory}/job-graphs")
+
+    def job_event_store(self) -> FileSystemJobEventStore:
+        """Finished subtasks of BATCH jobs (``<dir>/job-events``, batch job recovery)."""
+        return FileSystemJobEventStore(f"{self.directory}/job-events")
 
     def job_result_store(self) -> FileSystemJobResultStore:
         return FileSystemJobResultStore(self.job_result_store_uri, self.delete_on_commit)

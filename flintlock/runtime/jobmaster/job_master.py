@@ -40,10 +40,12 @@ from flintlock.runtime.heartbeat.heartbeat_manager import (
     heartbeat_settings,
     rpc_failure_threshold,
 )
+from flintlock.runtime.highavailability.job_event_store import FileSystemJobEventStore
 from flintlock.runtime.highavailability.leader import LeadershipCheck
-from flintlock.runtime.ids import AllocationID, JobVertexID, ResourceID
+from flintlock.runtime.ids import AllocationID, ExecutionVertexID, JobVertexID, ResourceID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
+from flintlock.runtime.jobmaster.batch_recovery import BatchJobEvents
 from flintlock.runtime.jobmaster.checkpoint_rpcs import JobMasterCheckpointRpcs
 from flintlock.runtime.jobmaster.checkpointing import CheckpointCoordinatorShell
 from flintlock.runtime.metrics.live_task_metrics import LiveTaskMetrics
@@ -79,11 +81,19 @@ from flintlock.runtime.scheduler.messages import (
 )
 from flintlock.runtime.shuffle.pipelined import default_pipelined_root, release_job_partitions
 from flintlock.runtime.taskexecutor.gateway import SlotOffer, TaskExecutorGateway
-from flintlock.runtime.taskmanager.task_execution_state import SerializedError, TaskExecutionState
+from flintlock.runtime.taskmanager.task_execution_state import (
+    SerializedError,
+    TaskExecutionState,
+    TaskResult,
+)
 
 __all__ = ["JobMaster", "OnTerminal"]
 
 log = logging.getLogger(__name__)
+
+#: what ``_prepare_job`` found: source splits, the checkpoint to start from, restored subtasks
+_Prepared = tuple[dict[JobVertexID, list[list[Any]]], CompletedCheckpoint | None,
+                  dict[ExecutionVertexID, TaskResult]]
 
 OnTerminal = Callable[[ArchivedExecutionGraph, JobResult], None]
 
@@ -113,6 +123,9 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
         leadership_check: with high availability, confirms with the HA store that this
             JobManager still leads (raises ``LeadershipLostException``); run before every sink
             commit and checkpoint metadata write, so a deposed leader publishes nothing.
+        job_events: with high availability, the HA storage's job events: a BATCH job with
+            ``execution.batch.job-recovery.enabled`` records its finished subtasks there and
+            keeps those an earlier leader finished (``batch_recovery``).
 
     The endpoint registers itself with ``rpc_service`` when constructed (like the other endpoints)
     and unregisters when stopped; ``start()`` begins the job.
@@ -129,6 +142,7 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
         endpoint_id: str | None = None,
         fencing_token: str = DEFAULT_LEADER_ID,
         leadership_check: LeadershipCheck | None = None,
+        job_events: FileSystemJobEventStore | None = None,
     ) -> None:
         super().__init__(endpoint_id or f"jobmaster-{job_graph.job_id}", clock,
                          fencing_token=fencing_token)
@@ -139,6 +153,9 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
         self.resource_manager_address = resource_manager_address
         self.on_terminal = on_terminal
         self._leadership_check = leadership_check
+        self.batch_events = BatchJobEvents(job_events, job_graph) if (
+            job_events is not None and job_graph.job_type is JobType.BATCH
+            and configuration.get(options.BATCH_JOB_RECOVERY)) else None
         self.resource_id = ResourceID(f"jobmaster-{job_graph.job_id}")
         self._initialized_ms = self.clock.now_ms()
         self.configuration = configuration
@@ -222,12 +239,13 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
         assert self._termination is not None, "JobMaster not started"
         return await asyncio.shield(self._termination)
 
-    def _prepare_job(self) -> tuple[dict[JobVertexID, list[list[Any]]], CompletedCheckpoint | None]:
+    def _prepare_job(self) -> _Prepared:
         """Worker thread: prepare every sink, enumerate every source's splits, check that the
         checkpoint directory is writable, find what to start from: the job's newest completed
         checkpoint when it has one (a JobMaster that took the job over after a JobManager
         failover; its sinks already published output, so they are not prepared again), else
-        the savepoint given (if any)."""
+        the savepoint given (if any); and with batch job recovery, the subtasks an earlier leader
+        finished that are kept (their sinks are not prepared again when all are kept)."""
         job_id = str(self.job_id)
         restored = None
         if self.checkpointing is not None:
@@ -242,10 +260,15 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
                 restored = self.checkpointing.load_savepoint(
                     path, self.configuration.get(options.SAVEPOINT_IGNORE_UNCLAIMED))
         own = restored is not None and restored.job_id == job_id
+        kept: dict[ExecutionVertexID, TaskResult] = {}
+        events = self.batch_events
+        if events is not None and self.graph is not None and self.scheduler is not None:
+            kept = events.load(self.graph, self.scheduler.regions)
         for vertex in self.job_graph.vertices:
+            if own or (events is not None and kept and events.fully_restored(kept, vertex)):
+                continue  # their output is staged (or being published) already
             for sink in vertex.sinks:
-                if not own:
-                    sink.prepare(job_id)
+                sink.prepare(job_id)
         splits: dict[JobVertexID, list[list[Any]]] = {}
         for vertex in self.job_graph.vertices:
             if vertex.source is None:
@@ -257,19 +280,19 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
                     f"expected {vertex.parallelism}"
                 )
             splits[vertex.id] = assigned
-        return splits, restored
+        return splits, restored, kept
 
-    def _on_prepared(self, prepared: tuple[dict[JobVertexID, list[list[Any]]],
-                                           CompletedCheckpoint | None] | None,
-                     error: BaseException | None) -> None:
+    def _on_prepared(self, prepared: _Prepared | None, error: BaseException | None) -> None:
         if error is not None or prepared is None:
             log.warning("job %s: preparation failed: %s", self.job_id, error)
             self._handle(FailJob(SerializedError.from_exception(
                 error or RuntimeError("preparation returned nothing"))))
         else:
-            splits, restored = prepared
+            splits, restored, kept = prepared
             if restored is not None and self.checkpointing is not None:
                 self.checkpointing.restore_at_start(restored)
+            if kept and self.scheduler is not None:
+                self.scheduler.restore_finished(kept)
             self._handle(StartScheduling(splits))
             if self.checkpointing is not None:
                 self.checkpointing.start()
@@ -421,6 +444,10 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
 
     def _report_terminal(self, archived: ArchivedExecutionGraph, result: JobResult) -> None:
         self.job_result = result
+        events = self.batch_events
+        if events is not None:  # submitted before the shutdown: it still runs
+            self.run_io(lambda: events.release_restored_partitions(self.check_leadership),
+                        _log_failure("releasing restored partitions"))
         self._io_executor.shutdown(wait=False)
         if self._pipelined_root:  # submitted now: runs even when this endpoint stops next
             asyncio.get_running_loop().run_in_executor(
@@ -539,6 +566,8 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
                 and self.graph.find_current_execution(state.attempt_id) is not None):
             self.checkpointing.task_finished(state.attempt_id, state.result)
         self._handle(TaskExecutionStateChanged(state))
+        if self.batch_events is not None and self.graph is not None:
+            self.batch_events.on_report(self.graph, state, self.run_io)
         return ACK
 
     async def register_task_manager(self, resource_id: ResourceID, task_executor_address: str) -> RegistrationResponse:

@@ -108,7 +108,11 @@ from flintlock.runtime.scheduler.shared_slot_requests import (
 )
 from flintlock.runtime.scheduler.strategy import PipelinedRegionSchedulingStrategy, ScheduleRegion
 from flintlock.runtime.taskexecutor.gateway import SlotOffer
-from flintlock.runtime.taskmanager.task_execution_state import SerializedError, TaskExecutionState
+from flintlock.runtime.taskmanager.task_execution_state import (
+    SerializedError,
+    TaskExecutionState,
+    TaskResult,
+)
 
 __all__ = ["DefaultScheduler", "SchedulerCheckpoints", "SchedulerClock"]
 
@@ -167,6 +171,8 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
         self.configuration = configuration
         self.clock = clock
         self.regions = build_pipelined_regions(graph)
+        #: subtasks restored as FINISHED from an earlier leader's job events
+        self._restored: tuple[ExecutionVertexID, ...] = ()
         self.strategy = PipelinedRegionSchedulingStrategy(self.regions, self._partition_finished)
         self.failure_handler = ExecutionFailureHandler(
             graph.job_graph.job_id,
@@ -255,6 +261,26 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
         self.splits = event.splits
         self.graph.transition_to(JobStatus.RUNNING, "start scheduling")
         self._schedule(self.strategy.start_scheduling())
+        for vertex_id in self._restored:  # their consumers, now that their outputs are there
+            self._schedule(self.strategy.on_execution_finished(vertex_id))
+        if self._restored and self.graph.all_finished() and self.sink_phase is None:
+            self._finish()
+
+    def restore_finished(self, results: Mapping[ExecutionVertexID, TaskResult]) -> None:
+        """Before ``StartScheduling``: the subtasks in ``results`` finished under an earlier
+        leader (batch job recovery, ``scheduler.batch_recovery``; whole regions only). They
+        become FINISHED through Flink's RECONCILING state, with their results (partitions,
+        committables), and their regions count as scheduled; the job then runs only the rest.
+        """
+        assert self.graph.state is JobStatus.CREATED, "restore before scheduling starts"
+        for vertex_id, result in results.items():
+            execution = self.graph.vertex(vertex_id).current_execution
+            self._transition(execution, ExecutionState.RECONCILING, "JobManager failover")
+            self._transition(execution, ExecutionState.FINISHED,
+                             "restored: it finished under an earlier leader")
+            self.graph.mark_finished(execution, result)
+            self.strategy.scheduled.add(self.regions.region_of(vertex_id).index)
+        self._restored = (*self._restored, *results)
 
     @_handle.register
     def _(self, event: TaskExecutionStateChanged) -> None:

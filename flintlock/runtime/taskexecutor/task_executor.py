@@ -361,7 +361,10 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
         self._leader_id = self._rm_connection.leader_id = session_id
         cause = f"the JobManager leader changed (its ResourceManager is now at {address})"
         for job_id in sorted(self._table.jobs() | set(self._jobs), key=str):
-            self._release_job(job_id, cause, tell_job_master=False)
+            # partitions on shared storage stay: the new leader's batch job recovery may keep
+            # their producers (it deletes them when the job ends)
+            self._release_job(job_id, cause, tell_job_master=False,
+                              delete_partitions=self._shuffle_is_local)
         self._rm_address = self._rm_connection.address = address
         self._reconnect_to_resource_manager(cause + ".")
 
@@ -588,14 +591,18 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
     async def disconnect_job_manager(self, job_id: JobID, cause: str) -> None:
         self._release_job(job_id, cause, tell_job_master=False)
 
-    def _release_job(self, job_id: JobID, cause: str, tell_job_master: bool) -> None:
-        """The JobMaster is gone: fail the job's tasks, free its slots, release its partitions."""
+    def _release_job(self, job_id: JobID, cause: str, tell_job_master: bool,
+                     delete_partitions: bool = True) -> None:
+        """The JobMaster is gone: fail the job's tasks, free its slots, release its partitions
+        (delete them, or with ``delete_partitions=False`` only stop tracking them)."""
         log.info("Releasing job %s: %s", job_id, cause)
         self._close_job_connection(job_id, cause, tell_job_master)
         for slot in self._table.slots_of_job(job_id):
             if slot.allocation_id is not None:
                 self._free_slot_internal(slot.allocation_id, cause, close_unused_job=False)
-        self._delete_partitions(self._partitions.stop_tracking_job(job_id))
+        released = self._partitions.stop_tracking_job(job_id)
+        if delete_partitions:
+            self._delete_partitions(released)
 
     def _close_job_if_unused(self, job_id: JobID) -> None:
         """Flink ``closeJobManagerConnectionIfNoAllocatedResources``."""

@@ -1,0 +1,118 @@
+"""The JobMaster's side of batch job recovery (FLIP-383, ``execution.batch.job-recovery.enabled``):
+record each finished subtask of a BATCH job, and on a new leader keep those whose outputs are
+still there.
+
+I/O shell around ``highavailability.job_event_store`` (the records) and
+``scheduler.batch_recovery`` (the pure decision). Recording runs on the JobMaster's serial I/O
+executor, after the subtask's FINISHED report was applied; loading runs in the worker thread that
+prepares the job, before scheduling starts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow.fs as pafs
+
+from flintlock.runtime.deployment import PartitionLocation
+from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
+from flintlock.runtime.executiongraph.failover.pipelined_regions import PipelinedRegions
+from flintlock.runtime.highavailability.job_event_store import FileSystemJobEventStore
+from flintlock.runtime.ids import ExecutionVertexID, JobID
+from flintlock.runtime.jobgraph.job_graph import JobGraph
+from flintlock.runtime.jobgraph.types import ExecutionState
+from flintlock.runtime.scheduler.batch_recovery import restorable_subtasks
+from flintlock.runtime.shuffle.layout import filesystem_and_path
+from flintlock.runtime.taskexecutor.partition_table import delete_partition_uris
+from flintlock.runtime.taskmanager.task_execution_state import TaskExecutionState, TaskResult
+
+__all__ = ["BatchJobEvents"]
+
+log = logging.getLogger(__name__)
+
+RunIo = Callable[[Callable[[], Any], Callable[[Any, BaseException | None], Any]], None]
+
+
+class BatchJobEvents:
+    """Records and restores the finished subtasks of one BATCH job.
+
+    Args:
+        store: the HA storage's job events.
+        job_graph: the job (its sinks judge whether their committables are still there).
+    """
+
+    def __init__(self, store: FileSystemJobEventStore, job_graph: JobGraph) -> None:
+        self.store = store
+        self.job_graph = job_graph
+        self.job_id: JobID = job_graph.job_id
+        #: how many subtasks the last ``load`` restored, and how many it found recorded
+        self.restored = self.recorded = 0
+        #: the restored subtasks' partitions: no TaskExecutor tracks them any more, so the
+        #: JobMaster deletes them when the job ends (``release_restored_partitions``)
+        self.restored_partitions: list[str] = []
+
+    def on_report(self, graph: ExecutionGraph, report: TaskExecutionState, run_io: RunIo) -> None:
+        """Mailbox, after ``report`` was applied: record the subtask if it is now FINISHED."""
+        execution = graph.find_current_execution(report.attempt_id)
+        if (report.state is not ExecutionState.FINISHED or execution is None
+                or execution.state is not ExecutionState.FINISHED or report.result is None):
+            return
+        vertex, result = report.attempt_id.execution_vertex_id, report.result
+
+        def done(_: Any, error: BaseException | None) -> None:
+            if error is not None:  # the subtask runs again after a failover: nothing is lost
+                log.warning("job %s: recording that %s finished failed: %s", self.job_id,
+                            execution.task_name_with_subtask(), error)
+
+        run_io(lambda: self.store.record_finished(self.job_id, vertex, result), done)
+
+    def load(self, graph: ExecutionGraph,
+             regions: PipelinedRegions) -> dict[ExecutionVertexID, TaskResult]:
+        """Worker thread: the recorded subtasks to restore as FINISHED (``restorable_subtasks``)."""
+        finished = self.store.finished(self.job_id)
+        kept = restorable_subtasks(graph, regions, finished, _partition_present,
+                                   self._committable_present) if finished else {}
+        self.recorded, self.restored = len(finished), len(kept)
+        self.restored_partitions = [p.uri for r in kept.values() for p in r.partitions]
+        if finished:
+            total = sum(1 for _ in graph.execution_vertices())
+            log.info("job %s: batch job recovery keeps %d of its %d subtasks (%d recorded as "
+                     "finished by an earlier leader); %d run again", self.job_id, len(kept),
+                     total, len(finished), total - len(kept))
+        return kept
+
+    def release_restored_partitions(self, check_leadership: Callable[[], None]) -> None:
+        """I/O executor, once the job ended: delete the restored partitions, unless this
+        JobManager no longer leads (the newer leader may be keeping them)."""
+        if self.restored_partitions:
+            check_leadership()
+            failed = delete_partition_uris(self.restored_partitions)
+            if failed:
+                log.warning("job %s: could not delete the restored partitions %s", self.job_id,
+                            failed)
+
+    def fully_restored(self, kept: dict[ExecutionVertexID, TaskResult], vertex: Any) -> bool:
+        """Whether every subtask of job vertex ``vertex`` is among ``kept`` (its sinks then need
+        no preparation: their output is staged, or being published)."""
+        return all(ExecutionVertexID(vertex.id, i) in kept for i in range(vertex.parallelism))
+
+    def _committable_present(self, vertex: ExecutionVertexID, sink_index: int,
+                             committable: object) -> bool:
+        sinks = next((v.sinks for v in self.job_graph.vertices if v.id == vertex.job_vertex_id), ())
+        present = getattr(sinks[sink_index], "committable_present", None) \
+            if sink_index < len(sinks) else None
+        return bool(present(committable)) if present is not None else False
+
+
+def _partition_present(location: PartitionLocation) -> bool:
+    """Whether a finished partition can still be read: on shared storage (a TaskManager's own
+    disk is not trusted after a failover) and its directory exists."""
+    if location.stores_local_resources_on is not None:
+        return False
+    try:
+        fs, path = filesystem_and_path(location.uri)
+        return fs.get_file_info(path).type == pafs.FileType.Directory
+    except (OSError, ValueError):
+        return False
