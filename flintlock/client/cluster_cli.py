@@ -108,6 +108,17 @@ def register(cli: click.Group) -> None:
             f"{info.task_managers} TaskManager(s); logs in {info.state_dir / 'log'}"
         )
 
+    @cluster.command("add-jobmanager")
+    @_dynamic
+    @_exit_on_client_errors
+    def cluster_add_jobmanager(dynamic: tuple[str, ...]) -> None:
+        """Start one more JobManager for the running high-availability cluster (a standby;
+        pass the -D settings the cluster was started with)."""
+        from flintlock.client.standalone_cluster import add_job_manager
+
+        name = add_job_manager(_configuration(dynamic), list(dynamic))
+        click.echo(f"Started {name}; it stands by unless no JobManager leads.")
+
     @cluster.command("stop")
     @_dynamic
     def cluster_stop(dynamic: tuple[str, ...]) -> None:

@@ -32,6 +32,7 @@ from flintlock.runtime.highavailability.services import (
     HighAvailabilityServices,
     create_ha_services,
 )
+from flintlock.runtime.processes import pid_alive
 
 #: in the state directory: the high-availability settings with which clients find the leader
 HA_SETTINGS_FILE = "ha.json"
@@ -62,13 +63,7 @@ class ClusterInfo:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_alive(pid)
 
 
 def _pid_files(state: Path) -> list[Path]:
@@ -271,6 +266,34 @@ def start_cluster(configuration: Configuration, dynamic: list[str], task_manager
         _terminate(state)
         raise
     return ClusterInfo(state, rest_port, int(ports["rpc_port"]), task_managers, job_managers)
+
+
+def add_job_manager(configuration: Configuration, dynamic: list[str]) -> str:
+    """Start one more JobManager for the high-availability cluster running from the state
+    directory (a standby, or the leader if none leads; Flink's ``jobmanager.sh start``), e.g.
+    to replace a crashed one. ``dynamic`` should be the ``-D`` settings the cluster was started
+    with. Returns its name (``jobmanager-<n>``); ``cluster stop`` stops it with the others.
+
+    Raises:
+        StandaloneClusterException: no cluster with high availability runs from the state
+            directory, or the JobManager exited during start-up.
+    """
+    state = cluster_state_dir(configuration)
+    running = [p for p in state.glob("jobmanager*.pid") if (pid := _read_pid(p)) and _alive(pid)]
+    if not running or not (state / HA_SETTINGS_FILE).exists():
+        raise StandaloneClusterException(
+            f"no cluster with high availability runs from {state}; start one with "
+            "`flintlock cluster start --jobmanagers 2`")
+    d_args = [a for item in dynamic for a in ("-D", item)]
+    if configuration.get(LOG_DIR) is None and not any(d.startswith("env.log.dir=") for d in dynamic):
+        d_args += ["-D", f"env.log.dir={state / 'log'}"]
+    d_args += _high_availability(configuration, dynamic, state, 2)[0]
+    taken = {p.stem for p in state.glob("jobmanager*.pid")}
+    name = next(n for n in (f"jobmanager-{i}" for i in range(1, 10_000)) if n not in taken)
+    secret = configuration.get(CLUSTER_SECRET) or (state / "secret").read_text().strip()
+    proc = _spawn(name, ["jobmanager", *d_args], state, str(secret))
+    _wait_for_port_file(name, proc, state, 60)
+    return name
 
 
 def _job_manager_names(n: int) -> list[str]:

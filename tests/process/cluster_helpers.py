@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from flintlock.runtime.processes import pid_alive
 from flintlock.testing.waiting import wait_until_sync
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,11 +91,7 @@ def leader_pid(state: Path) -> int:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    return pid_alive(pid)
 
 
 def leads(state: Path, pid: int) -> bool:

@@ -32,6 +32,7 @@ from typing import Any
 
 from flintlock.exceptions import FlintlockException
 from flintlock.runtime.highavailability.leader import LeaderInformation
+from flintlock.runtime.processes import pid_alive
 
 __all__ = ["ClusterIdConflictException", "FileJobManagerRegistry", "JobManagerRecord",
            "ZooKeeperJobManagerRegistry", "check_same_cluster", "describe", "secret_digest"]
@@ -125,7 +126,7 @@ class FileJobManagerRegistry:
                 record = JobManagerRecord.from_json(path.read_text())
             except (OSError, ValueError):
                 continue
-            if record.host == socket.gethostname() and not _pid_alive(record.pid):
+            if record.host == socket.gethostname() and not pid_alive(record.pid):
                 path.unlink(missing_ok=True)
                 continue
             found.append(record)
@@ -212,13 +213,3 @@ def _rpc_of(leader: LeaderInformation | None) -> str | None:
     if not address.startswith("grpc://"):
         return None
     return address[len("grpc://"):].split("/", 1)[0]
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True

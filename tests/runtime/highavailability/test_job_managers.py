@@ -4,6 +4,7 @@ two clusters on one cluster-id, and ``/jobmanager/high-availability`` in REST.""
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -116,3 +117,17 @@ def test_zookeeper_registry_nodes_go_with_their_session(zookeeper: ZooKeeperServ
     finally:
         for services in (first, second, viewer):
             services.close()
+
+
+def test_a_zombie_is_not_alive() -> None:
+    """A killed JobManager whose parent has not reaped it yet must not look alive (its port
+    file and registry entry would otherwise keep naming it)."""
+    from flintlock.runtime.processes import pid_alive
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: a zombie
+    try:
+        assert not pid_alive(child.pid)
+    finally:
+        child.wait()
+    assert not pid_alive(child.pid) and pid_alive(os.getpid())
