@@ -76,6 +76,8 @@ class Run:
     subtasks: int
     rerun: int
     output_matches: bool
+    #: both outputs (undisturbed and with the kill) are DuckDB's answer
+    duckdb_answer: bool = False
 
     @property
     def ratio(self) -> float:
@@ -167,8 +169,39 @@ def _run_to_end(cluster: HaCluster, program: Path, args: list[str], name: str) -
     return job_id, time.monotonic() - running
 
 
+def reference_answer(query: str, data: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """DuckDB's answer to TPC-H ``query`` over ``data`` (``examples/tpch/reference.py``)."""
+    from examples.tpch import reference
+
+    con = reference.connect(data)
+    try:
+        result = con.execute(reference.QUERIES[query])
+        return [d[0] for d in result.description], result.fetchall()
+    finally:
+        con.close()
+
+
+def is_answer(out: Path, answer: tuple[list[str], list[tuple[Any, ...]]]) -> bool:
+    """Whether the Parquet files under ``out`` hold ``answer`` (as a multiset; numbers within
+    1e-6 relative, ``benchmarks/verify.check_answer``)."""
+    import pyarrow.parquet as pq
+
+    from benchmarks.verify import WrongAnswer, check_answer
+
+    table = pq.read_table(str(out))
+    columns = [table.column(c).to_pylist() for c in table.column_names]
+    rows = list(zip(*columns, strict=True))
+    try:
+        check_answer(str(out), table.column_names, rows, *answer, sort_keys=[])
+    except WrongAnswer as exc:
+        print(f"wrong answer: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
 def one_run(cluster: HaCluster, program: Path, query: str, data: str, parallelism: int,
-            work: Path, mode: str, run: int, kill_at: float) -> Run:
+            work: Path, mode: str, run: int, kill_at: float,
+            answer: tuple[list[str], list[tuple[Any, ...]]] | None = None) -> Run:
     args = ["--query", query, "--data", data, "--parallelism", str(parallelism)]
     clean_out, out = work / f"{mode}-{run}-clean", work / f"{mode}-{run}-kill"
     clean_id, undisturbed_s = _run_to_end(cluster, program, [*args, "--out", str(clean_out)],
@@ -206,7 +239,8 @@ def one_run(cluster: HaCluster, program: Path, query: str, data: str, parallelis
     rerun = subtasks - int(kept[-1][0]) if kept else subtasks
     cluster.add_job_manager()
     return Run(query, mode, run, undisturbed_s, with_kill_s, killed - started, to_rest, to_running,
-               subtasks, rerun, read_rows(out) == read_rows(clean_out))
+               subtasks, rerun, read_rows(out) == read_rows(clean_out),
+               answer is not None and is_answer(clean_out, answer) and is_answer(out, answer))
 
 
 def summarize(runs: list[Run]) -> list[dict[str, Any]]:
@@ -224,7 +258,8 @@ def summarize(runs: list[Run]) -> list[dict[str, Any]]:
                      "kill_to_running_s": med(lambda r: r.kill_to_running_s),
                      "rerun": med(lambda r: r.rerun), "subtasks": mine[0].subtasks,
                      "max_ratio": max(r.ratio for r in mine),
-                     "outputs_match": all(r.output_matches for r in mine)})
+                     "outputs_match": all(r.output_matches for r in mine),
+                     "duckdb": sum(r.duckdb_answer for r in mine)})
     return rows
 
 
@@ -242,15 +277,17 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "wall clock from the job RUNNING to FINISHED as REST shows them, medians over the runs.",
         "",
         "| query | mode | runs | undisturbed (s) | leader killed (s) | relative time (max) "
-        "| kill -> REST (s) | kill -> running (s) | subtasks run again | output equal |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| kill -> REST (s) | kill -> running (s) | subtasks run again | output equal "
+        "| DuckDB's answer |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['query'].upper()} | {r['mode']} | {r['runs']} | {r['undisturbed_s']:.1f} | "
             f"{r['with_kill_s']:.1f} | {r['ratio']:.2f}x ({r['max_ratio']:.2f}x) | "
             f"{r['kill_to_rest_s']:.2f} | {r['kill_to_running_s']:.2f} | "
-            f"{r['rerun']:.0f} of {r['subtasks']} | {'yes' if r['outputs_match'] else 'NO'} |")
+            f"{r['rerun']:.0f} of {r['subtasks']} | {'yes' if r['outputs_match'] else 'NO'} | "
+            f"{r['duckdb']} of {r['runs']} |")
     lines += ["", "`restart`: `execution.batch.job-recovery.enabled: false` (Flink's default): the "
               "new leader runs the job from the start. `recovery`: `true`: it keeps the finished "
               "subtasks whose partitions and staged output are still there. Raw figures: "
@@ -281,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         program = work / "query.py"
         program.write_text(QUERY_PROGRAM.format(repo=str(REPO)))
         queries = args.queries.split(",")
+        answers = {q: reference_answer(q, data) for q in queries}
         for mode in args.modes.split(","):
             settings = {"shuffle.storage-dir": str(work / f"shuffle-{mode}"),
                         "execution.batch.job-recovery.enabled": MODES[mode]}
@@ -292,12 +330,13 @@ def main(argv: list[str] | None = None) -> int:
                 for query, run in ((q, n) for q in queries for n in range(args.runs)):
                     kill_at = args.kill_at if args.seed is None else points.uniform(0.1, 0.9)
                     r = one_run(cluster, program, query, data, args.parallelism,
-                                work / f"{query}-", mode, run, kill_at)
+                                work / f"{query}-", mode, run, kill_at, answers[query])
                     print(f"{query} {mode} run {run} (kill at {kill_at:.0%}): "
                           f"{r.undisturbed_s:.1f} s -> {r.with_kill_s:.1f} s "
                           f"({r.ratio:.2f}x), REST after {r.kill_to_rest_s:.2f} s, running after "
                           f"{r.kill_to_running_s:.2f} s, {r.rerun}/{r.subtasks} run again, "
-                          f"output equal: {r.output_matches}", file=sys.stderr)
+                          f"output equal: {r.output_matches}, DuckDB's answer: "
+                          f"{r.duckdb_answer}", file=sys.stderr)
                     runs.append(r)
     rows = summarize(runs)
     stamp = dt.datetime.now().strftime("%Y%m%dT%H%M%S")
@@ -319,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
                                      "runs": [asdict(r) for r in runs]}, indent=2))
     Path(args.doc).write_text(markdown(rows, meta))
     print(markdown(rows, meta))
-    return 0 if all(r["outputs_match"] for r in rows) else 1
+    return 0 if all(r["outputs_match"] and r["duckdb"] == r["runs"] for r in rows) else 1
 
 
 if __name__ == "__main__":

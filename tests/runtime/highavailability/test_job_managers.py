@@ -7,7 +7,6 @@ import dataclasses
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from flintlock.runtime.highavailability.job_managers import (
 )
 from flintlock.runtime.highavailability.leader import LeaderInformation
 from flintlock.runtime.highavailability.services import create_ha_services
-from flintlock.testing.zookeeper import ZooKeeperServer, require_zookeeper
+from flintlock.testing.zookeeper import ZooKeeperServer
 
 
 def _record(port: int, storage: str = "/ha", secret: str | None = "s") -> JobManagerRecord:
@@ -79,14 +78,6 @@ def test_describe_marks_the_leader_by_its_rpc_address() -> None:
     assert [(j["rpc-address"], j["role"]) for j in doc["jobmanagers"]] == [
         ("127.0.0.1:6123", "standby"), ("127.0.0.1:6124", "leader")]
     assert describe("FILE", "/default", "/ha", None, [a])["jobmanagers"][0]["role"] == "standby"
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    require_zookeeper()
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
-    yield server
-    server.stop()
 
 
 def _zk(zookeeper: ZooKeeperServer, storage: Path) -> Any:

@@ -4,7 +4,6 @@ clear error for an unreachable quorum."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +18,9 @@ from flintlock.runtime.highavailability.zookeeper_services import (
 )
 from flintlock.testing.leadership import RecordingContender, RecordingListener
 from flintlock.testing.waiting import wait_until_sync
-from flintlock.testing.zookeeper import ZooKeeperServer, require_zookeeper
+from flintlock.testing.zookeeper import ZooKeeperServer
 
 pytestmark = [pytest.mark.process]
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    require_zookeeper()
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
-    yield server
-    server.stop()
 
 
 def _services(zookeeper: ZooKeeperServer, tmp_path: Path, cluster: str, **more: str) -> Any:
