@@ -28,6 +28,7 @@ from flintlock.runtime.highavailability.job_result_store import (
     FileSystemJobResultStore,
     JobResultEntry,
 )
+from flintlock.runtime.highavailability.zookeeper_job_graph_store import ZooKeeperJobGraphStore
 from flintlock.runtime.ids import JobID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import JobStatus, JobType
@@ -55,7 +56,7 @@ class RecoveredJobs:
 class JobPersistence:
     """See the module docstring."""
 
-    def __init__(self, job_graphs: FileSystemJobGraphStore,
+    def __init__(self, job_graphs: FileSystemJobGraphStore | ZooKeeperJobGraphStore,
                  job_results: FileSystemJobResultStore,
                  job_events: FileSystemJobEventStore | None = None) -> None:
         self.job_graphs = job_graphs

@@ -43,6 +43,10 @@ class FileSystemJobGraphStore:
     def _path(self, job_id: JobID) -> str:
         return f"{self._dir}/{PREFIX}{job_id}"
 
+    def describe(self, job_id: JobID) -> str:
+        """Where ``job_id``'s graph is kept (the store's URI and file name)."""
+        return f"{self.uri}/{PREFIX}{job_id}"
+
     def put_job_graph(self, job_graph: JobGraph) -> None:
         """Store (or replace) ``job_graph``.
 

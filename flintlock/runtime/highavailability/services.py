@@ -50,6 +50,7 @@ from flintlock.runtime.highavailability.job_managers import (
 )
 from flintlock.runtime.highavailability.job_result_store import FileSystemJobResultStore
 from flintlock.runtime.highavailability.leader import LeaderInformation
+from flintlock.runtime.highavailability.zookeeper_job_graph_store import ZooKeeperJobGraphStore
 from flintlock.runtime.highavailability.zookeeper_services import (
     ZooKeeperLeaderElectionService,
     ZooKeeperLeaderRetrievalService,
@@ -140,8 +141,13 @@ class HighAvailabilityServices:
         return describe(self.kind, self.cluster_id, self.storage_dir, self.current_leader(),
                         self.job_manager_registry().records())
 
-    def job_graph_store(self) -> FileSystemJobGraphStore:
-        return FileSystemJobGraphStore(f"{self.directory}/job-graphs")
+    def job_graph_store(self) -> FileSystemJobGraphStore | ZooKeeperJobGraphStore:
+        """The submitted JobGraphs (files in ``<dir>/job-graphs``; with ZOOKEEPER, pointers to
+        them under ``<path.root>/<cluster-id>/jobgraphs``)."""
+        files = FileSystemJobGraphStore(f"{self.directory}/job-graphs")
+        if self.kind == "ZOOKEEPER":
+            return ZooKeeperJobGraphStore(*self._zookeeper(), files)
+        return files
 
     def job_event_store(self) -> FileSystemJobEventStore:
         """Finished subtasks of BATCH jobs (``<dir>/job-events``, batch job recovery)."""

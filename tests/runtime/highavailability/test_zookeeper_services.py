@@ -112,3 +112,39 @@ def test_an_unreachable_quorum_is_named_after_its_retries() -> None:
     with pytest.raises(ZooKeeperConnectionException,
                        match=r"127.0.0.1:1 \(2 attempts of 0.5 s; high-availability.zookeeper"):
         connect("127.0.0.1:1", 4.0, 0.5, 0.05, 2)
+
+
+def test_job_graphs_are_listed_by_their_zookeeper_pointers(zookeeper: ZooKeeperServer,
+                                                           tmp_path: Path) -> None:
+    from flintlock.runtime.highavailability.job_graph_store import (
+        FileSystemJobGraphStore,
+        JobGraphStoreException,
+    )
+    from flintlock.runtime.highavailability.zookeeper_job_graph_store import (
+        ZooKeeperJobGraphStore,
+    )
+    from tests.runtime.highavailability.test_job_stores import _graph
+
+    services = _services(zookeeper, tmp_path, "/graphs")
+    try:
+        store = services.job_graph_store()
+        assert isinstance(store, ZooKeeperJobGraphStore)
+        a, b, orphan = _graph("a"), _graph("b"), _graph("orphan")
+        store.put_job_graph(a)
+        store.put_job_graph(b)
+        store.files.put_job_graph(orphan)  # its JobManager died before the pointer was written
+        assert store.job_ids() == sorted([a.job_id, b.job_id], key=str)
+        assert store.recover_job_graph(a.job_id).name == "a"
+        data, _ = services._zookeeper()[0].get(f"{store.path}/{a.job_id}")
+        assert str(a.job_id) in data.decode()  # the pointer names the file
+        (Path(store.files.uri) / f"submittedJobGraph-{b.job_id}").unlink()  # the file is lost
+        with pytest.raises(JobGraphStoreException, match=f"JobGraph of job {b.job_id}"):
+            store.recover_job_graph(b.job_id)
+        with pytest.raises(JobGraphStoreException, match="no JobGraph pointer"):
+            store.recover_job_graph(orphan.job_id)
+        store.remove_job_graph(a.job_id)
+        store.remove_job_graph(b.job_id)
+        assert store.job_ids() == []
+        assert FileSystemJobGraphStore(store.files.uri).job_ids() == [orphan.job_id]
+    finally:
+        services.close()
