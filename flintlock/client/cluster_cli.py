@@ -93,14 +93,18 @@ def register(cli: click.Group) -> None:
                   help="JobManagers to start: one leads, the others stand by and take over when "
                        "it dies (high availability; FILE under the state directory unless "
                        "high-availability.type is set).")
+    @click.option("--zookeeper", is_flag=True,
+                  help="Also start a local ZooKeeper (Debian's zookeeper package) and use it for "
+                       "high availability; for trying it on one machine.")
     @_dynamic
     @_exit_on_client_errors
-    def cluster_start(taskmanagers: int, jobmanagers: int, dynamic: tuple[str, ...]) -> None:
+    def cluster_start(taskmanagers: int, jobmanagers: int, zookeeper: bool,
+                      dynamic: tuple[str, ...]) -> None:
         """Start JobManagers and N TaskManagers in the background."""
         from flintlock.client.standalone_cluster import start_cluster
 
         info = start_cluster(_configuration(dynamic), list(dynamic), taskmanagers,
-                             job_managers=jobmanagers)
+                             job_managers=jobmanagers, zookeeper=zookeeper)
         managers = (f"RPC port {info.rpc_port}" if info.job_managers == 1 else
                     f"{info.job_managers} JobManagers (one leads)")
         click.echo(

@@ -21,10 +21,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from flintlock.client.local_zookeeper import LocalZooKeeperException, start_local_zookeeper
 from flintlock.client.remote import cluster_state_dir
 from flintlock.client.rest_cluster_client import RestClusterClient
 from flintlock.config import Configuration
-from flintlock.config.options import CLUSTER_SECRET, HA_TYPE, LOG_DIR, OPTIONS, TM_CPU_CORES
+from flintlock.config.options import (
+    CLUSTER_SECRET,
+    HA_STORAGE_DIR,
+    HA_TYPE,
+    LOG_DIR,
+    OPTIONS,
+    TM_CPU_CORES,
+)
 from flintlock.exceptions import FlintlockException
 from flintlock.runtime.entrypoint.common import SECRET_ENV
 from flintlock.runtime.highavailability.services import (
@@ -64,6 +72,10 @@ class ClusterInfo:
 
 def _alive(pid: int) -> bool:
     return pid_alive(pid)
+
+
+#: the pid file name (``<state>/zookeeper.pid``) of a ZooKeeper started by ``--zookeeper``
+LOCAL_ZOOKEEPER = "zookeeper"
 
 
 def _pid_files(state: Path) -> list[Path]:
@@ -149,6 +161,8 @@ def _high_availability(configuration: Configuration, dynamic: list[str], state: 
         extra[i + 1].split("=", 1) for i in range(0, len(extra), 2)))
     try:
         ha = create_ha_services(effective)
+        if ha is not None:
+            ha.check_storage()
     except HighAvailabilityConfigurationException as exc:
         raise StandaloneClusterException(str(exc)) from None
     if ha is None:
@@ -197,10 +211,13 @@ def _wait_for_leader(settings: dict[str, str], started: list[tuple[str, subproce
 
 
 def start_cluster(configuration: Configuration, dynamic: list[str], task_managers: int,
-                  timeout_s: float = 180.0, job_managers: int = 1) -> ClusterInfo:
+                  timeout_s: float = 180.0, job_managers: int = 1,
+                  zookeeper: bool = False) -> ClusterInfo:
     """Start ``job_managers`` JobManagers (one leads, the others stand by; more than one needs
     high availability, which defaults to FILE under the state directory) and ``task_managers``
-    TaskManagers; return once all TaskManagers registered at the leader.
+    TaskManagers; return once all TaskManagers registered at the leader. With ``zookeeper``, a
+    local ZooKeeper server is started first (``local_zookeeper``) and the cluster uses it
+    (``high-availability.type: ZOOKEEPER``, storage under ``<state>/ha`` unless configured).
 
     Raises:
         StandaloneClusterException: a cluster is already running from this state directory, a
@@ -218,6 +235,18 @@ def start_cluster(configuration: Configuration, dynamic: list[str], task_manager
     for stale in list(state.glob("*.pid")) + list(state.glob("*.port")):
         stale.unlink(missing_ok=True)
     secret = _ensure_secret(state, configuration)
+    if zookeeper:
+        try:
+            quorum = start_local_zookeeper(state)
+        except LocalZooKeeperException as exc:
+            _terminate(state)
+            raise StandaloneClusterException(str(exc)) from None
+        local = {"high-availability.type": "ZOOKEEPER",
+                 "high-availability.zookeeper.quorum": quorum}
+        if not configuration.get(HA_STORAGE_DIR):
+            local["high-availability.storageDir"] = str(state / "ha")
+        configuration = configuration.copy().add_all(local)
+        dynamic = [*dynamic, *(f"{k}={v}" for k, v in local.items())]
     d_args = [a for item in dynamic for a in ("-D", item)]
     if configuration.get(LOG_DIR) is None and not any(d.startswith("env.log.dir=") for d in dynamic):
         # keep process and task logs with the cluster's state (served by REST, kept after stop)
@@ -284,6 +313,10 @@ def add_job_manager(configuration: Configuration, dynamic: list[str]) -> str:
         raise StandaloneClusterException(
             f"no cluster with high availability runs from {state}; start one with "
             "`flintlock cluster start --jobmanagers 2`")
+    # the cluster's HA settings as it was started (also those --zookeeper chose)
+    settings = json.loads((state / HA_SETTINGS_FILE).read_text())
+    configuration = configuration.copy().add_all(settings)
+    dynamic = [*dynamic, *(f"{k}={v}" for k, v in settings.items())]
     d_args = [a for item in dynamic for a in ("-D", item)]
     if configuration.get(LOG_DIR) is None and not any(d.startswith("env.log.dir=") for d in dynamic):
         d_args += ["-D", f"env.log.dir={state / 'log'}"]
@@ -349,8 +382,16 @@ def running_cluster_rest_port(state: Path) -> int | None:
 
 
 def _terminate(state: Path, grace_s: float = 30.0) -> list[str]:
-    """SIGTERM every daemon's process group (TaskManagers first), SIGKILL after ``grace_s``."""
+    """SIGTERM every daemon's process group (TaskManagers first), SIGKILL after ``grace_s``;
+    a local ZooKeeper (``--zookeeper``) last, once the JobManagers left it."""
     pid_files = sorted(_pid_files(state), key=lambda p: p.stem.startswith("jobmanager"))
+    zookeeper = [p for p in pid_files if p.stem == LOCAL_ZOOKEEPER]
+    others = [p for p in pid_files if p.stem != LOCAL_ZOOKEEPER]
+    return _terminate_daemons(state, others, grace_s) + _terminate_daemons(state, zookeeper,
+                                                                           grace_s)
+
+
+def _terminate_daemons(state: Path, pid_files: list[Path], grace_s: float) -> list[str]:
     stopped = []
     for path in pid_files:
         pid = _read_pid(path)

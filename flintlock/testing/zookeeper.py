@@ -11,12 +11,11 @@ import socket
 import subprocess
 from pathlib import Path
 
+from flintlock.client.local_zookeeper import ZOOKEEPER_JARS, free_port, zookeeper_command
 from flintlock.testing.waiting import wait_until_sync
 
 __all__ = ["ZOOKEEPER_JARS", "ZooKeeperServer", "require_zookeeper", "zookeeper_available"]
 
-#: Debian's jars (``zookeeper``, ``libzookeeper-java``) and their dependencies
-ZOOKEEPER_JARS = Path("/usr/share/java")
 
 
 def zookeeper_available() -> bool:
@@ -35,18 +34,12 @@ def require_zookeeper() -> None:
     pytest.skip(reason)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class ZooKeeperServer:
     """One ZooKeeper server process; ``quorum`` is its ``host:port``."""
 
     def __init__(self, data_dir: Path, port: int | None = None) -> None:
         self.data_dir = data_dir
-        self.port = port or _free_port()
+        self.port = port or free_port()
         self.quorum = f"127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -58,14 +51,9 @@ class ZooKeeperServer:
         """
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.data_dir / "zookeeper.log", "ab")
-        classpath = f"{ZOOKEEPER_JARS / 'zookeeper.jar'}:{ZOOKEEPER_JARS / 'zookeeper-jute.jar'}:" \
-                    f"{ZOOKEEPER_JARS}/*"
-        self.process = subprocess.Popen(
-            ["java", "-Xmx256m", "-cp", classpath,
-             "-Dzookeeper.admin.enableServer=false",
-             "org.apache.zookeeper.server.ZooKeeperServerMain", str(self.port),
-             str(self.data_dir / "data")],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.process = subprocess.Popen(zookeeper_command(self.port, self.data_dir / "data"),
+                                        stdout=log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
         log.close()
 
         def accepting() -> bool:

@@ -16,6 +16,7 @@ three JobManagers and one TaskManager started with ``high-availability.type: ZOO
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -29,6 +30,7 @@ import pytest
 
 from flintlock.config import Configuration
 from flintlock.runtime.highavailability.services import create_ha_services
+from flintlock.runtime.processes import pid_alive
 from flintlock.testing.waiting import wait_until_sync
 from flintlock.testing.zookeeper import ZooKeeperServer, require_zookeeper
 from tests.process.cluster_helpers import (
@@ -194,3 +196,39 @@ def _log_of(state: Path, pid: int) -> str:
     """The process log of JobManager ``pid`` (``flintlock-jobmanager-<host>-<pid>.log``)."""
     return "".join(p.read_text(errors="replace")
                    for p in (state / "log").glob(f"flintlock-jobmanager-*-{pid}.log"))
+
+
+@pytest.mark.timeout(300)
+def test_cluster_start_with_a_local_zookeeper(tmp_path: Path) -> None:
+    """``cluster start --zookeeper`` for trying HA on one machine: a ZooKeeper daemon of the
+    cluster, JobManagers electing through it, ``add-jobmanager`` joining them, and ``cluster
+    stop`` ending ZooKeeper after the JobManagers."""
+    require_zookeeper()
+    state = tmp_path / "cluster"
+    d = ["-D", f"cluster.state-dir={state}", "-D", "rest.port=0"]
+    try:
+        start = subprocess.run([*FLINTLOCK, "cluster", "start", "--zookeeper", "--jobmanagers",
+                                "2", "--taskmanagers", "1", *d], capture_output=True, text=True,
+                               timeout=240, cwd=REPO)
+        assert start.returncode == 0, f"{start.stdout}\n{start.stderr}\n{logs(state / 'log')}"
+        settings = json.loads((state / "ha.json").read_text())
+        assert settings["high-availability.type"] == "ZOOKEEPER", settings
+        zookeeper_pid = int((state / "zookeeper.pid").read_text())
+        add = subprocess.run([*FLINTLOCK, "cluster", "add-jobmanager", *d], capture_output=True,
+                             text=True, timeout=120, cwd=REPO)
+        assert add.returncode == 0, add.stdout + add.stderr
+        services = create_ha_services(Configuration(settings))
+        assert services is not None
+        try:
+            leader = wait_until_sync(services.current_leader, 60, interval_s=0.1)
+            view = httpx.get(f"{leader.addresses['rest']}/v1/jobmanager/high-availability",
+                             timeout=5).json()
+        finally:
+            services.close()
+        assert view["type"] == "ZOOKEEPER"
+        assert sorted(j["role"] for j in view["jobmanagers"]) == ["leader", "standby", "standby"]
+    finally:
+        stop = subprocess.run([*FLINTLOCK, "cluster", "stop", *d], capture_output=True,
+                              text=True, timeout=120, cwd=REPO)
+    assert stop.stdout.rstrip().endswith("zookeeper."), stop.stdout  # stopped last
+    assert not pid_alive(zookeeper_pid)

@@ -23,6 +23,7 @@ from cluster_helpers import (
     wait_for_job_state,
 )
 
+from flintlock.runtime.processes import pid_alive
 from flintlock.testing.waiting import wait_until_sync
 
 pytestmark = [pytest.mark.process, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -113,11 +114,8 @@ def test_a_job_short_of_slots_waits_visibly_and_then_finishes(session_cluster: d
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
+    """Running (a killed process its parent has not reaped yet is a zombie: not running)."""
+    return pid_alive(pid)
 
 
 def test_cluster_stop_leaves_no_process_behind(tmp_path: Path) -> None:

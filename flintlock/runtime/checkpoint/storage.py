@@ -19,7 +19,7 @@ import uuid
 import pyarrow.fs as pafs
 
 from flintlock.runtime.checkpoint.snapshots import CheckpointMetadataException, CompletedCheckpoint
-from flintlock.runtime.shuffle.layout import filesystem_and_path
+from flintlock.runtime.shuffle.layout import filesystem_and_path, probe_writable
 
 __all__ = [
     "METADATA_FILE",
@@ -43,12 +43,7 @@ def check_writable(directory: str) -> None:
         OSError: naming the directory and the cause.
     """
     try:
-        fs, path = filesystem_and_path(directory)
-        fs.create_dir(path, recursive=True)
-        probe = f"{path}/.probe-{uuid.uuid4().hex}"
-        with fs.open_output_stream(probe) as out:
-            out.write(b"")
-        fs.delete_file(probe)
+        probe_writable(directory)
     except (OSError, ValueError) as exc:
         raise OSError(f"the checkpoint directory {directory!r} is not writable: {exc} "
                       "(set state.checkpoints.dir to a writable directory)") from exc

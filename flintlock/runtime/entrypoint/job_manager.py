@@ -105,6 +105,8 @@ async def _serve(configuration: Configuration, port_file: str | Path | None,
     stop = stop or asyncio.Event()
     install_stop_signals(stop)
     ha = create_ha_services(configuration)  # a clear error before anything starts
+    if ha is not None:
+        await asyncio.to_thread(ha.check_storage)
     if ha is not None and not configuration.get(CHECKPOINTS_DIR):
         # where the next leader finds the jobs' checkpoints (not this process's own directory)
         configuration = configuration.copy().add_all(

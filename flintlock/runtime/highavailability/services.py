@@ -123,6 +123,24 @@ class HighAvailabilityServices:
             return read_zookeeper_leader(*self._zookeeper())
         return read_leader(self.directory)
 
+    def check_storage(self) -> None:
+        """Create the cluster's HA directory and write (then remove) a probe file in it.
+
+        Raises:
+            HighAvailabilityConfigurationException: ``high-availability.storageDir`` cannot be
+                written; the message names it and the cause.
+        """
+        from flintlock.runtime.shuffle.layout import probe_writable
+
+        try:
+            probe_writable(self.directory)
+        except (OSError, ValueError) as exc:
+            raise HighAvailabilityConfigurationException(
+                f"high-availability.storageDir {self.storage_dir} cannot be written "
+                f"({type(exc).__name__}: {exc}); every JobManager of the cluster must be able "
+                "to write there: its job stores (and with FILE the leader's lock) live in "
+                f"{self.directory}") from None
+
     def job_manager_registry(self) -> FileJobManagerRegistry | ZooKeeperJobManagerRegistry:
         """Where JobManager processes announce themselves (``job_managers``)."""
         if self.kind == "ZOOKEEPER":

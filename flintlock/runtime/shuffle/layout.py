@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import uuid
 from collections.abc import Iterable
 
 import pyarrow.fs as pafs
@@ -24,6 +25,7 @@ __all__ = [
     "SUBPARTITION_COLUMN",
     "filesystem_and_path",
     "missing_paths",
+    "probe_writable",
     "partition_stats",
     "partition_uri",
     "release_partitions",
@@ -58,6 +60,21 @@ def filesystem_and_path(uri: str) -> tuple[pafs.FileSystem, str]:
         return pafs.FileSystem.from_uri(uri)
     path = uri[len("file://"):] if uri.startswith("file://") else uri
     return pafs.LocalFileSystem(), os.path.abspath(path)
+
+
+def probe_writable(uri: str) -> None:
+    """Create directory ``uri`` (a local path or URI) and write, then delete, a probe file in
+    it.
+
+    Raises:
+        OSError, ValueError: it cannot be written (or the URI is not understood).
+    """
+    fs, path = filesystem_and_path(uri)
+    fs.create_dir(path, recursive=True)
+    probe = f"{path}/.probe-{uuid.uuid4().hex}"
+    with fs.open_output_stream(probe) as out:
+        out.write(b"")
+    fs.delete_file(probe)
 
 
 def missing_paths(uris: Iterable[str]) -> list[str]:

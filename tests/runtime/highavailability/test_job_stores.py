@@ -108,3 +108,32 @@ def test_services_come_from_the_configuration(tmp_path: Path) -> None:
 def test_incomplete_settings_are_named(settings: dict[str, str], message: str) -> None:
     with pytest.raises(HighAvailabilityConfigurationException, match=message):
         create_ha_services(Configuration(settings))
+
+
+def test_a_storage_dir_that_cannot_be_written_is_named(tmp_path: Path) -> None:
+    """Checked before a JobManager contends (and by ``cluster start``): a clear error instead
+    of a leader that fails at its first submission. Run as root, so the directory is made
+    unwritable by putting it under a regular file."""
+    import subprocess
+    import sys
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    settings = {"high-availability.type": "FILE",
+                "high-availability.storageDir": str(blocker / "ha")}
+    services = create_ha_services(Configuration(settings))
+    assert services is not None
+    with pytest.raises(HighAvailabilityConfigurationException,
+                       match=f"storageDir {blocker / 'ha'} cannot be written"):
+        services.check_storage()
+    ok = create_ha_services(Configuration({**settings, "high-availability.storageDir":
+                                           str(tmp_path / "ha")}))
+    assert ok is not None
+    ok.check_storage()
+    assert [p.name for p in (tmp_path / "ha" / "default").iterdir()] == []  # no probe left
+    jobmanager = subprocess.run(
+        [sys.executable, "-m", "flintlock", "jobmanager", "-D", "rest.port=0",
+         "-D", "jobmanager.rpc.port=0", *[a for k, v in settings.items() for a in ("-D", f"{k}={v}")]],
+        capture_output=True, text=True, timeout=120)
+    assert jobmanager.returncode == 1, jobmanager.stdout + jobmanager.stderr
+    assert "cannot be written" in jobmanager.stderr, jobmanager.stderr
