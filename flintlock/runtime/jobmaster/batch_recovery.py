@@ -43,9 +43,12 @@ class BatchJobEvents:
         job_graph: the job (its sinks judge whether their committables are still there).
     """
 
-    def __init__(self, store: FileSystemJobEventStore, job_graph: JobGraph) -> None:
+    def __init__(self, store: FileSystemJobEventStore, job_graph: JobGraph,
+                 shuffle_dir: str = "") -> None:
         self.store = store
         self.job_graph = job_graph
+        #: the shared ``shuffle.storage-dir`` ("" when TaskManagers keep partitions locally)
+        self.shuffle_dir = shuffle_dir
         self.job_id: JobID = job_graph.job_id
         #: how many subtasks the last ``load`` restored, and how many it found recorded
         self.restored = self.recorded = 0
@@ -84,11 +87,16 @@ class BatchJobEvents:
         return kept
 
     def release_restored_partitions(self, check_leadership: Callable[[], None]) -> None:
-        """I/O executor, once the job ended: delete the restored partitions, unless this
-        JobManager no longer leads (the newer leader may be keeping them)."""
-        if self.restored_partitions:
+        """I/O executor, once the job ended: delete the restored partitions and the job's
+        directory on the shared shuffle storage (partitions of JobMasters that TaskManagers
+        lost are kept there for recovery), unless this JobManager no longer leads (the newer
+        leader may be keeping them)."""
+        uris = list(self.restored_partitions)
+        if self.shuffle_dir:
+            uris.append(f"{self.shuffle_dir.rstrip('/')}/{self.job_id}")
+        if uris:
             check_leadership()
-            failed = delete_partition_uris(self.restored_partitions)
+            failed = delete_partition_uris(uris)
             if failed:
                 log.warning("job %s: could not delete the restored partitions %s", self.job_id,
                             failed)

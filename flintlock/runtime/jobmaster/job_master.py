@@ -153,7 +153,8 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
         self.resource_manager_address = resource_manager_address
         self.on_terminal = on_terminal
         self._leadership_check = leadership_check
-        self.batch_events = BatchJobEvents(job_events, job_graph) if (
+        self.batch_events = BatchJobEvents(job_events, job_graph,
+                                           configuration.get(options.SHUFFLE_DIR) or "") if (
             job_events is not None and job_graph.job_type is JobType.BATCH
             and configuration.get(options.BATCH_JOB_RECOVERY)) else None
         self.resource_id = ResourceID(f"jobmaster-{job_graph.job_id}")

@@ -120,11 +120,13 @@ class _JobManagerHeartbeatListener:
 
     def notify_heartbeat_timeout(self, job_id: JobID) -> None:
         self._te._release_job(job_id, f"The heartbeat of JobManager for job {job_id} timed out.",
-                              tell_job_master=True)
+                              tell_job_master=True,
+                              delete_partitions=self._te._owns_partitions_of_lost_jobs())
 
     def notify_target_unreachable(self, job_id: JobID) -> None:
         self._te._release_job(job_id, f"JobManager for job {job_id} is no longer reachable.",
-                              tell_job_master=True)
+                              tell_job_master=True,
+                              delete_partitions=self._te._owns_partitions_of_lost_jobs())
 
 
 class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
@@ -364,7 +366,7 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
             # partitions on shared storage stay: the new leader's batch job recovery may keep
             # their producers (it deletes them when the job ends)
             self._release_job(job_id, cause, tell_job_master=False,
-                              delete_partitions=self._shuffle_is_local)
+                              delete_partitions=self._owns_partitions_of_lost_jobs())
         self._rm_address = self._rm_connection.address = address
         self._reconnect_to_resource_manager(cause + ".")
 
@@ -603,6 +605,13 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
         released = self._partitions.stop_tracking_job(job_id)
         if delete_partitions:
             self._delete_partitions(released)
+
+    def _owns_partitions_of_lost_jobs(self) -> bool:
+        """Whether this TaskExecutor deletes the partitions of a job whose JobMaster it lost:
+        yes for its own disk; not for shared storage under high availability, where the next
+        leader's batch job recovery may keep their producers (it deletes the job's shared
+        directory when the job ends)."""
+        return self._shuffle_is_local or self._leader_id == DEFAULT_LEADER_ID
 
     def _close_job_if_unused(self, job_id: JobID) -> None:
         """Flink ``closeJobManagerConnectionIfNoAllocatedResources``."""

@@ -197,3 +197,20 @@ async def test_a_deployment_that_arrives_after_a_leader_change_is_rejected(
     assert result.failure is not None
     assert "rejected submit_task" in result.failure.error.message, result.failure
     assert te.number_of_running_tasks == 0
+
+
+def test_shared_partitions_of_a_lost_job_master_are_kept_under_high_availability() -> None:
+    """A TaskExecutor that lost a JobMaster deletes that job's partitions on its own disk, and
+    on shared storage without high availability; under high availability it keeps shared ones
+    for the next leader's batch job recovery (which deletes them when the job ends)."""
+    from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
+
+    rpc = InProcRpcService()
+    shared = Configuration({"shuffle.storage-dir": "/shared/shuffle"})
+    cases = [(shared, OLD, False), (shared, DEFAULT_LEADER_ID, True),
+             (Configuration(), OLD, True)]
+    for n, (conf, leader, deletes) in enumerate(cases):
+        te = TaskExecutor(rpc, conf, "inproc://rm", {"shuffle_dir": "/shared/shuffle"},
+                          resource_id=ResourceID(f"te-{n}"), leader_id=leader)
+        assert te._owns_partitions_of_lost_jobs() is deletes, (n, leader)
+        rpc.unregister(te)
