@@ -70,12 +70,17 @@ class ClusterInfo:
     job_managers: int = 1
 
 
-def _alive(pid: int) -> bool:
-    return pid_alive(pid)
-
-
 #: the pid file name (``<state>/zookeeper.pid``) of a ZooKeeper started by ``--zookeeper``
 LOCAL_ZOOKEEPER = "zookeeper"
+
+
+def _daemon_args(configuration: Configuration, dynamic: list[str], state: Path) -> list[str]:
+    """The ``-D`` arguments of every daemon: ``dynamic``, and unless configured, logs kept with
+    the cluster's state (served by REST, kept after stop)."""
+    d_args = [a for item in dynamic for a in ("-D", item)]
+    if configuration.get(LOG_DIR) is None and not any(d.startswith("env.log.dir=") for d in dynamic):
+        d_args += ["-D", f"env.log.dir={state / 'log'}"]
+    return d_args
 
 
 def _pid_files(state: Path) -> list[Path]:
@@ -226,7 +231,7 @@ def start_cluster(configuration: Configuration, dynamic: list[str], task_manager
     """
     state = cluster_state_dir(configuration)
     state.mkdir(parents=True, exist_ok=True)
-    running = [p for p in _pid_files(state) if (pid := _read_pid(p)) and _alive(pid)]
+    running = [p for p in _pid_files(state) if (pid := _read_pid(p)) and pid_alive(pid)]
     if running:
         raise StandaloneClusterException(
             f"A cluster is already running from {state} ({', '.join(p.stem for p in running)}); "
@@ -247,10 +252,7 @@ def start_cluster(configuration: Configuration, dynamic: list[str], task_manager
             local["high-availability.storageDir"] = str(state / "ha")
         configuration = configuration.copy().add_all(local)
         dynamic = [*dynamic, *(f"{k}={v}" for k, v in local.items())]
-    d_args = [a for item in dynamic for a in ("-D", item)]
-    if configuration.get(LOG_DIR) is None and not any(d.startswith("env.log.dir=") for d in dynamic):
-        # keep process and task logs with the cluster's state (served by REST, kept after stop)
-        d_args += ["-D", f"env.log.dir={state / 'log'}"]
+    d_args = _daemon_args(configuration, dynamic, state)
     ha_args, ha_settings = _high_availability(configuration, dynamic, state, job_managers)
     d_args += ha_args
     (state / HA_SETTINGS_FILE).unlink(missing_ok=True)
@@ -308,7 +310,7 @@ def add_job_manager(configuration: Configuration, dynamic: list[str]) -> str:
             directory, or the JobManager exited during start-up.
     """
     state = cluster_state_dir(configuration)
-    running = [p for p in state.glob("jobmanager*.pid") if (pid := _read_pid(p)) and _alive(pid)]
+    running = [p for p in state.glob("jobmanager*.pid") if (pid := _read_pid(p)) and pid_alive(pid)]
     if not running or not (state / HA_SETTINGS_FILE).exists():
         raise StandaloneClusterException(
             f"no cluster with high availability runs from {state}; start one with "
@@ -317,9 +319,7 @@ def add_job_manager(configuration: Configuration, dynamic: list[str]) -> str:
     settings = json.loads((state / HA_SETTINGS_FILE).read_text())
     configuration = configuration.copy().add_all(settings)
     dynamic = [*dynamic, *(f"{k}={v}" for k, v in settings.items())]
-    d_args = [a for item in dynamic for a in ("-D", item)]
-    if configuration.get(LOG_DIR) is None and not any(d.startswith("env.log.dir=") for d in dynamic):
-        d_args += ["-D", f"env.log.dir={state / 'log'}"]
+    d_args = _daemon_args(configuration, dynamic, state)
     d_args += _high_availability(configuration, dynamic, state, 2)[0]
     taken = {p.stem for p in state.glob("jobmanager*.pid")}
     name = next(n for n in (f"jobmanager-{i}" for i in range(1, 10_000)) if n not in taken)
@@ -370,11 +370,11 @@ def running_cluster_rest_port(state: Path) -> int | None:
     (a live pid in ``jobmanager.pid`` and a readable ``jobmanager.port``, or with high
     availability a live JobManager and the leader's file), else ``None``."""
     if (state / HA_SETTINGS_FILE).exists():
-        alive = any((pid := _read_pid(p)) and _alive(pid) for p in state.glob("jobmanager*.pid"))
+        alive = any((pid := _read_pid(p)) and pid_alive(pid) for p in state.glob("jobmanager*.pid"))
         endpoint = leader_rest_endpoint(state) if alive else None
         return endpoint[1] if endpoint else None
     pid = _read_pid(state / "jobmanager.pid")
-    ports = _read_json(state / "jobmanager.port") if pid and _alive(pid) else None
+    ports = _read_json(state / "jobmanager.port") if pid and pid_alive(pid) else None
     try:
         return int(ports["rest_port"]) if ports else None
     except (KeyError, TypeError, ValueError):
@@ -395,7 +395,7 @@ def _terminate_daemons(state: Path, pid_files: list[Path], grace_s: float) -> li
     stopped = []
     for path in pid_files:
         pid = _read_pid(path)
-        if pid and _alive(pid):
+        if pid and pid_alive(pid):
             try:
                 os.killpg(pid, signal.SIGTERM)
             except ProcessLookupError:
@@ -404,7 +404,7 @@ def _terminate_daemons(state: Path, pid_files: list[Path], grace_s: float) -> li
     deadline = time.monotonic() + grace_s
     for path in pid_files:
         pid = _read_pid(path)
-        while pid and _alive(pid) and time.monotonic() < deadline:
+        while pid and pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         if pid:
             try:

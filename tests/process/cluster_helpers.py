@@ -85,13 +85,9 @@ def leader_pid(state: Path) -> int:
     killed one's file stays behind)."""
     for port_file in state.glob("jobmanager*.port"):
         data = json.loads(port_file.read_text())
-        if data.get("leader") and _alive(int(data["pid"])):
+        if data.get("leader") and pid_alive(int(data["pid"])):
             return int(data["pid"])
     raise AssertionError("no JobManager port file says it leads")
-
-
-def _alive(pid: int) -> bool:
-    return pid_alive(pid)
 
 
 def leads(state: Path, pid: int) -> bool:

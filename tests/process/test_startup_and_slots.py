@@ -113,22 +113,17 @@ def test_a_job_short_of_slots_waits_visibly_and_then_finishes(session_cluster: d
     assert sorted(written.column("id").to_pylist()) == list(range(1, 601))  # each row once
 
 
-def _alive(pid: int) -> bool:
-    """Running (a killed process its parent has not reaped yet is a zombie: not running)."""
-    return pid_alive(pid)
-
-
 def test_cluster_stop_leaves_no_process_behind(tmp_path: Path) -> None:
     """Its own cluster (the shared one serves the other tests): start, stop, nothing left."""
     cluster = start_cluster(tmp_path / "state", task_managers=1)
     info = next(cluster)
     pids = info["pids"]
-    assert len(pids) == 2 and all(_alive(pid) for pid in pids)
+    assert len(pids) == 2 and all(pid_alive(pid) for pid in pids)
     stop = subprocess.run([*FLINTLOCK, "cluster", "stop", *info["d"]], capture_output=True,
                           text=True, timeout=120, cwd=REPO)
     assert stop.returncode == 0, stop.stderr
     assert "jobmanager" in stop.stdout and "taskmanager-0" in stop.stdout
-    assert all(not _alive(pid) for pid in pids)
+    assert all(not pid_alive(pid) for pid in pids)
     out = subprocess.run(["ps", "-eo", "pid,pgid,stat,args"], capture_output=True, text=True).stdout
     leftovers = [line for line in out.splitlines()[1:]
                  if int(line.split()[1]) in pids and not line.split()[2].startswith("Z")]
