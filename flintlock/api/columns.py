@@ -6,9 +6,11 @@ Columns built here are pure-Python Spark Connect expression trees: picklable, no
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-__all__ = ["column_name", "is_column", "sort_column", "to_column"]
+__all__ = ["column_name", "column_references", "is_column", "sort_column",
+           "sql_identifier", "to_column"]
 
 
 def is_column(value: Any) -> bool:
@@ -52,3 +54,68 @@ def column_name(value: Any) -> str | None:
     if kind == "ColumnReference":
         return str(expr._unparsed_identifier)  # type: ignore[union-attr]
     return None
+
+
+def column_references(value: Any) -> frozenset[str] | None:
+    """The input column names a Column (or a column name string) reads, or None when they cannot
+    be known on the client (a SQL string expression, ``*``, an unknown expression kind).
+
+    Names are top-level: a reference to ``a.b`` reads ``a``. Walks the Spark Connect expression
+    tree (PySpark 4.3.0 internals, as ``column_name`` does).
+    """
+    if isinstance(value, str):
+        return None if value.strip() in ("*", "") else frozenset({_top_level(value)})
+    expr = getattr(value, "_expr", None)
+    if expr is None:
+        return None
+    if (name := sql_identifier(value)) is not None:
+        return frozenset({name})
+    refs: set[str] = set()
+    return frozenset(refs) if _collect_references(expr, refs) else None
+
+
+def _top_level(identifier: str) -> str:
+    name = identifier.strip()
+    if name.startswith("`"):
+        end = name.find("`", 1)
+        return name[1:end] if end > 0 else name.strip("`")
+    return name.split(".", 1)[0]
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|`[^`]+`")
+
+
+def sql_identifier(value: Any) -> str | None:
+    """The column a SQL-string Column (``F.expr("name")``, what ``select("name")`` builds) names
+    when the string is a plain identifier, else None."""
+    expr = getattr(value, "_expr", None)
+    text = getattr(expr, "_expr", None) if type(expr).__name__ == "SQLExpression" else None
+    if isinstance(text, str) and _IDENTIFIER.fullmatch(text.strip()):
+        return _top_level(text)
+    return None
+
+
+_OPAQUE = frozenset({"SQLExpression", "UnresolvedStar", "UnresolvedRegex", "PythonUDF",
+                     "CommonInlineUserDefinedFunction"})
+
+
+def _collect_references(expr: Any, refs: set[str]) -> bool:
+    """Add the column names ``expr`` reads to ``refs``; False when they cannot be known."""
+    kind = type(expr).__name__
+    if kind == "ColumnReference":
+        refs.add(_top_level(str(expr._unparsed_identifier)))
+        return True
+    if kind in _OPAQUE:
+        return False
+    stack = list(vars(expr).values())
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif type(item).__module__ == "pyspark.sql.connect.expressions" and hasattr(item, "to_plan"):
+            if not _collect_references(item, refs):
+                return False
+        elif type(item).__name__ == "Column" and hasattr(item, "_expr"):
+            if not _collect_references(item._expr, refs):
+                return False
+    return True

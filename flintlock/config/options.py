@@ -254,6 +254,12 @@ ARROW_SEGMENT_THRESHOLD = option(
     "A streaming epoch whose input is estimated below this size (bytes) exchanges its output as "
     "Arrow IPC segments through the TaskManager (one Spark collect, no Spark write job); larger "
     "or unknown inputs write Parquet segments with Spark. 0: always Parquet.")
+ARROW_PARTITION_THRESHOLD = option(
+    "taskmanager.network.blocking.arrow-partition-threshold", 2**20, parse_memory_bytes,
+    "A batch subtask whose input is estimated below this size (bytes) writes its BLOCKING result "
+    "partitions as Arrow IPC files through the TaskManager (one Spark collect, no Spark write "
+    "job, no listing by the consumers); larger or unknown inputs write Parquet with Spark. 0: "
+    "always Parquet.")
 BUFFER_TIMEOUT = option(
     "execution.buffer-timeout", 0.1, duration,
     "Least time between two epochs of a rate-limited streaming source (Flink's flush interval).")

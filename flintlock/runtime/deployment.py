@@ -53,6 +53,9 @@ class PartitionLocation:
             configured: a temporary directory of the TaskManager process); ``None`` when
             ``shuffle.storage-dir`` is configured (shared storage that outlives the TaskManager).
             When that TaskManager is lost the JobMaster treats the partition as gone.
+        format: how subpartitions are stored: ``"parquet"`` (a Spark-written directory
+            ``<uri>/sp=<k>/``) or ``"arrow"`` (one Arrow IPC file ``<uri>/sp=<k>.arrow`` written by
+            the TaskManager, ``spark.arrow_segments``; bytes are then Arrow bytes).
     """
 
     partition_id: IntermediateResultPartitionID
@@ -62,6 +65,7 @@ class PartitionLocation:
     bytes_per_subpartition: tuple[int, ...]
     schema: str
     stores_local_resources_on: ResourceID | None = None
+    format: str = "parquet"
 
 
 @dataclass(frozen=True)

@@ -258,3 +258,59 @@ def test_sides_of_unknown_size_are_not_broadcast(tmp_path: Path) -> None:
     join = env.get_job_graph().vertices[-1]
     assert join.name == "Join -> Sink: Fake: /out"
     assert [e.ship_strategy for e in join.inputs] == [HASH, HASH]
+
+
+# ---- size estimates: footers, projections, filter selectivity -------------------------------------
+
+
+def _wide_dir(root: Path, rows: int = 4000) -> tuple[str, int, int]:
+    """A Parquet table with a key ``k``, a narrow ``n`` and a wide ``v``; returns the path and
+    the uncompressed bytes of ``k`` and of the whole table (from the footers)."""
+    from flintlock.connectors.file import FileSource as FS
+    from flintlock.connectors.parquet_statistics import parquet_statistics
+
+    d = root / "wide"
+    d.mkdir()
+    pq.write_table(pa.table({"k": list(range(rows)), "n": [i % 7 for i in range(rows)],
+                             "v": [f"{i:08d}" * 40 for i in range(rows)]}), d / "part-0.parquet")
+    stats = parquet_statistics(FS.parquet(str(d)).list_files())
+    assert stats is not None and stats.rows == rows
+    return str(d), stats.column_bytes["k"], sum(stats.column_bytes.values())
+
+
+def _join_with(env: StreamExecutionEnvironment, side) -> list[ShipStrategy]:  # type: ignore[no-untyped-def]
+    env.from_source(FakeSource("Fake: /big")).join(side, on="k").sink_to(FakeSink())
+    return [e.ship_strategy for v in env.get_job_graph().vertices for e in v.inputs]
+
+
+def test_a_projection_to_narrow_columns_makes_a_wide_table_broadcast(tmp_path: Path) -> None:
+    path, k_bytes, total = _wide_dir(tmp_path)
+    threshold = {"table.optimizer.join.broadcast-threshold": str((k_bytes + total) // 2)}
+    env = _configured(conf=threshold)
+    assert _join_with(env, env.from_source(FileSource.parquet(path), "w").select("k")) == [BROADCAST]
+    env = _configured(conf=threshold)
+    assert _join_with(env, env.from_source(FileSource.parquet(path), "w")) == [HASH, HASH]
+    env = _configured(conf=threshold)  # with_column and aliases are traced to the columns read
+    side = (env.from_source(FileSource.parquet(path), "w")
+            .with_column("k2", F.col("k") * 2).select(F.col("k2").alias("k")))
+    assert _join_with(env, side) == [BROADCAST]
+    env = _configured(conf=threshold)  # a SQL expression may read anything: the whole row
+    assert _join_with(env, env.from_source(FileSource.parquet(path), "w").select("k + 0 AS k")) \
+        == [HASH, HASH]
+
+
+@pytest.mark.parametrize(("condition", "broadcast"), [
+    (F.col("n") == 3, True),                       # 0.15
+    (F.col("n") > 3, False),                       # 0.5
+    ((F.col("n") > 3) & (F.col("n") < 5), False),  # 0.5 x 0.5
+    ((F.col("n") > 3) & (F.col("n") < 5) & (F.col("k") > 0), True),  # 0.5 x 0.5 x 0.5
+    ("n = 3", False),                              # a SQL string: 0.25
+])
+def test_filters_scale_the_estimate_by_calcites_selectivity(tmp_path: Path, condition: object,
+                                                             broadcast: bool) -> None:
+    path, k_bytes, _ = _wide_dir(tmp_path)
+    # between 0.15x and 0.25x of the key column: only an equality filter gets below it
+    env = _configured(conf={"table.optimizer.join.broadcast-threshold": str(int(k_bytes * 0.2))})
+    side = env.from_source(FileSource.parquet(path), "w").filter(condition).select("k")
+    expected = [BROADCAST] if broadcast else [HASH, HASH]
+    assert _join_with(env, side) == expected

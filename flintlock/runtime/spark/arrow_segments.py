@@ -38,7 +38,7 @@ from flintlock.runtime.deployment import PartitionLocation, ResultPartitionDeplo
 from flintlock.runtime.ids import ExecutionAttemptID
 from flintlock.runtime.operators.specs import OutputSpec
 from flintlock.runtime.shuffle.layout import filesystem_and_path
-from flintlock.runtime.shuffle.pipelined import ARROW_SUFFIX
+from flintlock.runtime.shuffle.pipelined import ARROW, ARROW_SUFFIX
 from flintlock.runtime.spark.partitions import subpartition_column
 from flintlock.runtime.spark.schema import struct_to_ddl
 
@@ -96,7 +96,8 @@ def split_by_route(table: pa.Table, route: str, n: int) -> list[pa.Table]:
 
 def write_arrow_segment(df: Any, rpdd: ResultPartitionDeploymentDescriptor, output: OutputSpec,
                         uri: str, attempt_id: ExecutionAttemptID) -> PartitionLocation:
-    """Collect ``df`` (one Spark job) and write it as Arrow IPC files under the segment ``uri``.
+    """Collect ``df`` (one Spark job) and write it as Arrow IPC files under ``uri`` (a PIPELINED
+    segment or a BLOCKING partition directory, created even when nothing is written).
 
     Returns:
         The ``PartitionLocation``: rows and Arrow bytes per subpartition, and the DDL schema.
@@ -109,6 +110,8 @@ def write_arrow_segment(df: Any, rpdd: ResultPartitionDeploymentDescriptor, outp
                        .alias(_ROUTE))
     table = df.toArrow()
     parts = split_by_route(table, _ROUTE, n)
+    fs, root = filesystem_and_path(uri)
+    fs.create_dir(root, recursive=True)  # present even when every subpartition is empty
     rows, sizes = [], []
     for k, part in enumerate(parts):
         rows.append(part.num_rows)
@@ -118,7 +121,7 @@ def write_arrow_segment(df: Any, rpdd: ResultPartitionDeploymentDescriptor, outp
     return PartitionLocation(
         partition_id=rpdd.partition_id, producer_attempt=attempt_id, uri=uri,
         rows_per_subpartition=tuple(rows), bytes_per_subpartition=tuple(sizes),
-        schema=arrow_ddl(parts[0].schema),
+        schema=arrow_ddl(parts[0].schema), format=ARROW,
     )
 
 

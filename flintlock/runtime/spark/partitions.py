@@ -12,9 +12,10 @@ and schema are read back from the Parquet footers (metadata only). Subpartition 
 - FORWARD / GLOBAL / BROADCAST: everything in ``sp=0``.
 
 Consumer (``read_gate``): one ``spark.read.parquet`` over the non-empty ``sp=k`` directories of the
-gate's range across all listed partitions, with the gate's schema (no inference job); an empty
-DataFrame of that schema when there is nothing to read. Missing partitions raise
-``PartitionNotFoundException``.
+gate's range across all listed partitions, with the gate's schema (no inference job), unioned with
+the rows of producers that wrote Arrow IPC files (``PartitionLocation.format == "arrow"``, small
+outputs: ``arrow_segments``) handed to Spark with ``createDataFrame``; an empty DataFrame of that
+schema when there is nothing to read. Missing partitions raise ``PartitionNotFoundException``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from flintlock.runtime.shuffle.layout import (
     partition_stats,
     subpartition_uri,
 )
+from flintlock.runtime.shuffle.pipelined import ARROW, ARROW_SUFFIX
 from flintlock.runtime.spark.schema import struct_from_json, struct_to_ddl
 
 __all__ = ["GateRead", "read_gate", "subpartition_column", "write_partition"]
@@ -176,31 +178,45 @@ def read_gate(spark: Any, gate: InputGateDeploymentDescriptor) -> GateRead:
     if gate.ship_strategy == ShipStrategy.BROADCAST:
         start, end = 0, 0
     dirs: list[str] = []
+    arrow_files: list[str] = []
     owners: dict[str, PartitionLocation] = {}
     rows = size = 0
     for loc in gate.partitions:
         owners[loc.uri] = loc
         for k in range(start, end + 1):
             if k < len(loc.rows_per_subpartition) and loc.rows_per_subpartition[k] > 0:
-                path = subpartition_uri(loc.uri, k)
-                dirs.append(path)
+                if loc.format == ARROW:
+                    path = f"{loc.uri.rstrip('/')}/{SUBPARTITION_COLUMN}={k}{ARROW_SUFFIX}"
+                    arrow_files.append(path)
+                else:
+                    path = subpartition_uri(loc.uri, k)
+                    dirs.append(path)
                 owners[path] = loc
                 rows += loc.rows_per_subpartition[k]
                 size += loc.bytes_per_subpartition[k] if k < len(loc.bytes_per_subpartition) else 0
-    missing = missing_paths([loc.uri for loc in gate.partitions] + dirs)
+    missing = missing_paths([loc.uri for loc in gate.partitions] + dirs + arrow_files)
     if missing:
         loc = owners[missing[0]]
         raise PartitionNotFoundException(str(loc.partition_id), missing[0])
     schema = gate.schema or (gate.partitions[0].schema if gate.partitions else "")
-    shadow = bool(_SP_FIELD.search(schema))
-    file_schema = _SP_FIELD.sub(lambda m: f"{m.group(1)}`{_SHADOW}` ", schema) if shadow else schema
-    if not dirs:
+    if not dirs and not arrow_files:
         df = spark.createDataFrame([], schema=schema)
         return GateRead(df, 0, 0, schema)
-    df = spark.read.schema(file_schema).parquet(*dirs)
-    if shadow:
-        df = df.withColumnRenamed(_SHADOW, SUBPARTITION_COLUMN)
+    frames = [_read_parquet(spark, dirs, schema)] if dirs else []
+    if arrow_files:
+        from flintlock.runtime.spark.arrow_segments import read_arrow_segments
+
+        frames.append(read_arrow_segments(spark, arrow_files, schema))
+    df = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
     return GateRead(df, rows, size, schema)
+
+
+def _read_parquet(spark: Any, dirs: list[str], schema: str) -> Any:
+    """One DataFrame over Parquet subpartition directories, typed ``schema`` (no inference)."""
+    shadow = bool(_SP_FIELD.search(schema))
+    file_schema = _SP_FIELD.sub(lambda m: f"{m.group(1)}`{_SHADOW}` ", schema) if shadow else schema
+    df = spark.read.schema(file_schema).parquet(*dirs)
+    return df.withColumnRenamed(_SHADOW, SUBPARTITION_COLUMN) if shadow else df
 
 
 def owner_of_missing_path(gate: InputGateDeploymentDescriptor, message: str) -> PartitionLocation | None:

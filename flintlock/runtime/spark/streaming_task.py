@@ -80,7 +80,7 @@ from flintlock.runtime.spark.epoch_sources import (
     estimated_bytes,
 )
 from flintlock.runtime.spark.partitions import GateRead, write_partition
-from flintlock.runtime.spark.stream_task import SparkStreamTask
+from flintlock.runtime.spark.stream_task import SparkStreamTask, job_setting
 from flintlock.runtime.spark.task_checkpoints import TaskCheckpoints
 from flintlock.runtime.spark.timed_operators import TimedOperators
 from flintlock.runtime.taskmanager.invokable import TaskCancelledError
@@ -94,12 +94,6 @@ log = logging.getLogger(__name__)
 _POLL_S = 0.05
 
 
-def _setting(job_configuration: Mapping[str, str], option: Any) -> Any:
-    """A job setting parsed by its option (the default when absent)."""
-    raw = job_configuration.get(option.key)
-    return option.default if raw is None else option.parse(raw)
-
-
 def segment_format(input_bytes: int | None, threshold: int) -> str:
     """The format of an epoch's output segments: ``ARROW`` when its input is known to be below
     ``threshold`` bytes, else ``PARQUET`` (see the module docstring)."""
@@ -108,8 +102,8 @@ def segment_format(input_bytes: int | None, threshold: int) -> str:
 
 def max_backlog(job_configuration: Mapping[str, str]) -> int:
     """Unacknowledged segments a producer may have per partition (see the module docstring)."""
-    return max(1, _setting(job_configuration, options.BUFFERS_PER_CHANNEL)
-               + _setting(job_configuration, options.FLOATING_BUFFERS_PER_GATE))
+    return max(1, job_setting(job_configuration, options.BUFFERS_PER_CHANNEL)
+               + job_setting(job_configuration, options.FLOATING_BUFFERS_PER_GATE))
 
 
 class StreamingTaskStats:
@@ -139,7 +133,7 @@ class SparkStreamingTask(SparkStreamTask):
         conf = self._tdd.job_configuration
         # every streaming job can take a checkpoint or savepoint (periodic ones or not)
         self.checkpoints = TaskCheckpoints(
-            _setting(conf, options.CHECKPOINTING_MODE) == "EXACTLY_ONCE")
+            job_setting(conf, options.CHECKPOINTING_MODE) == "EXACTLY_ONCE")
 
     # ---- checkpoint RPCs (TaskExecutor thread) -------------------------------------------------
 
@@ -178,7 +172,7 @@ class SparkStreamingTask(SparkStreamTask):
         tdd = self._tdd
         conf = tdd.job_configuration
         backlog = max_backlog(conf)
-        arrow_threshold = _setting(conf, options.ARROW_SEGMENT_THRESHOLD)
+        arrow_threshold = job_setting(conf, options.ARROW_SEGMENT_THRESHOLD)
         writers = [PipelinedPartitionWriter(r.uri, r.number_of_subpartitions, r.number_of_consumers,
                                             backlog) for r in tdd.produced_partitions]
         # live collect sinks: one partition each, consumed by the JobManager's collect coordinator
@@ -197,7 +191,7 @@ class SparkStreamingTask(SparkStreamTask):
         source: EpochSource | None = None
         if isinstance(head, SourceSpec):
             source = epoch_source(head.source, tuple(tdd.source_splits),
-                                  _setting(conf, options.BUFFER_TIMEOUT))
+                                  job_setting(conf, options.BUFFER_TIMEOUT))
             self._epoch_source = source
         committables: dict[int, object] = {}
         collected: dict[str, list[pa.Table]] = {}

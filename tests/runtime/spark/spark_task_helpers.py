@@ -77,6 +77,8 @@ class Job:
         self.shuffle_dir = shuffle_dir
         self.provider = spark_provider
         self.printed: list[str] = []
+        #: the job configuration every deployed subtask gets (Flink keys -> strings)
+        self.configuration: dict[str, str] = {}
 
     def tdd(self, chain: OperatorChain, *, vertex: JobVertexID, subtask: int, parallelism: int,
             name: str = "vertex", attempt: int = 0, splits: tuple[Any, ...] = (),
@@ -89,6 +91,7 @@ class Job:
             max_parallelism=128, invokable_class=INVOKABLE,
             invokable_payload=cloudpickle.dumps(chain), input_gates=gates,
             produced_partitions=partitions, source_splits=splits,
+            job_configuration=dict(self.configuration),
         )
 
     def env(self, tdd: TaskDeploymentDescriptor) -> RuntimeEnvironment:
