@@ -23,6 +23,7 @@ from collections.abc import Mapping
 import cloudpickle
 
 from flintlock.graph.chaining import Chain, chained_in_edges, compute_chains
+from flintlock.graph.column_pruning import Columns, consumed_columns
 from flintlock.graph.plan import job_graph_plan
 from flintlock.graph.stream_graph import StreamEdge, StreamGraph
 from flintlock.runtime.ids import IntermediateDataSetID, JobID, JobVertexID
@@ -50,6 +51,10 @@ def result_partition_type(job_type: JobType) -> ResultPartitionType:
     if job_type is JobType.BATCH:
         return ResultPartitionType.BLOCKING
     return ResultPartitionType.PIPELINED_BOUNDED
+
+
+def _lower(names: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(n.lower() for n in names)
 
 
 def _edge_key(e: StreamEdge) -> tuple[int, int, int]:
@@ -93,10 +98,11 @@ def create_job_graph(
                     dataset_of[_edge_key(e)] = IntermediateDataSetID.generate()
 
     vertices: list[JobVertex] = []
+    consumed = consumed_columns(graph)
     for c in chains:
         vertices.append(
             _build_vertex(graph, c, vertex_ids, vertex_of_node, max_par, via, dataset_of,
-                          result_type, invokable_class)
+                          result_type, invokable_class, consumed)
         )
     name = graph.job_name
     return JobGraph(
@@ -119,6 +125,7 @@ def _build_vertex(
     dataset_of: Mapping[tuple[int, int, int], IntermediateDataSetID],
     result_type: ResultPartitionType,
     invokable_class: str,
+    consumed: Mapping[tuple[int, int, int], Columns],
 ) -> JobVertex:
     chained = {_edge_key(e) for e in via.values()}
     head = graph.node(chain.head)
@@ -135,7 +142,10 @@ def _build_vertex(
             consumer = vertex_of_node[e.target_id].head
             ds_id = dataset_of[_edge_key(e)]
             node_outputs[nid].append(len(outputs))
-            outputs.append(OutputSpec(ds_id, e.partitioner, e.key_columns, max_par[consumer]))
+            columns = consumed.get(_edge_key(e))
+            outputs.append(OutputSpec(
+                ds_id, e.partitioner, e.key_columns, max_par[consumer],
+                None if columns is None else tuple(sorted(columns | _lower(e.key_columns)))))
             results.append(
                 IntermediateDataSet(ds_id, vid, result_type, vertex_ids[consumer], e.partitioner,
                                     e.key_columns)

@@ -312,12 +312,15 @@ class OutputSpec:
     """A non-chained output of the vertex: one IntermediateDataSet and its partitioner.
 
     ``key_columns`` are set for HASH; the number of subpartitions comes with the deployment.
+    ``columns``: the (lower-case) column names the consumer reads (``graph.column_pruning``); the
+    producer writes only those of its columns, all of them when None.
     """
 
     dataset_id: IntermediateDataSetID
     ship_strategy: ShipStrategy
     key_columns: tuple[str, ...] = ()
     max_parallelism: int = 128
+    columns: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from flintlock.runtime.shuffle.layout import (
 from flintlock.runtime.shuffle.pipelined import ARROW, ARROW_SUFFIX
 from flintlock.runtime.spark.schema import struct_from_json, struct_to_ddl
 
-__all__ = ["GateRead", "read_gate", "subpartition_column", "write_partition"]
+__all__ = ["GateRead", "consumed_only", "read_gate", "subpartition_column", "write_partition"]
 
 #: A user column named like the subpartition column is stored under this name.
 _SHADOW = "__flintlock_sp__"
@@ -154,6 +154,27 @@ def write_partition(
         bytes_per_subpartition=tuple(sizes),
         schema=ddl,
     )
+
+
+def consumed_only(df: Any, columns: tuple[str, ...] | None) -> Any:
+    """``df`` projected to those of its columns its consumer reads (``OutputSpec.columns``,
+    lower-case names; ``graph.column_pruning``), or ``df`` itself when nothing would be dropped,
+    when ``columns`` is None, or when ``df`` has duplicate column names (a projection by name
+    would be ambiguous). Keeps one column when the consumer reads none (it still counts rows).
+    One analysis round trip (``df.columns``) when ``columns`` is set."""
+    if columns is None:
+        return df
+    from pyspark.sql import functions as F
+
+    names = list(df.columns)
+    lowered = [n.lower() for n in names]
+    if len(set(lowered)) != len(lowered):
+        return df
+    wanted = set(columns)
+    kept = [n for n, low in zip(names, lowered, strict=True) if low in wanted] or names[:1]
+    if len(kept) == len(names):
+        return df
+    return df.select(*[F.col("`" + n.replace("`", "``") + "`") for n in kept])
 
 
 @dataclass(frozen=True)

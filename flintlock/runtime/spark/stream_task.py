@@ -60,6 +60,7 @@ from flintlock.runtime.spark.errors import (
 )
 from flintlock.runtime.spark.partitions import (
     GateRead,
+    consumed_only,
     owner_of_missing_path,
     read_gate,
     write_partition,
@@ -283,8 +284,8 @@ class SparkStreamTask:
                 )
             uri = partition_uri(str(shuffle_dir), tdd.job_id, rpdd.partition_id, tdd.attempt_id)
             written.append(uri)
-            df = tc.frames[node_index]
             started = time.perf_counter()
+            df = self._run(lambda i=node_index, o=output: consumed_only(tc.frames[i], o.columns))
             try:
                 write = write_arrow_segment if arrow else write_partition
                 loc = self._run(lambda df=df, rpdd=rpdd, output=output, uri=uri, write=write: write(

@@ -1,9 +1,10 @@
-"""BLOCKING result partitions as Arrow IPC files for small batch subtasks (issue 10): which
-subtasks write them, that they route rows exactly as Spark-written Parquet does, and that gates
-read Arrow, Parquet and both at once."""
+"""BLOCKING result partitions (issue 10): Arrow IPC files for small batch subtasks (which
+subtasks write them, that they route rows exactly as Spark-written Parquet does, that gates read
+Arrow, Parquet and both at once) and producers writing only the columns their consumers read."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,6 +20,7 @@ from flintlock.runtime.deployment import PartitionLocation
 from flintlock.runtime.jobgraph.types import ShipStrategy
 from flintlock.runtime.operators import specs as S
 from flintlock.runtime.spark.epoch_sources import FILE_EXPANSION
+from flintlock.runtime.spark.partitions import consumed_only
 from flintlock.runtime.spark.stream_task import arrow_partitions, estimated_input_bytes
 
 THRESHOLD = "taskmanager.network.blocking.arrow-partition-threshold"
@@ -134,3 +136,32 @@ def test_arrow_only_below_the_threshold_and_never_for_row_multiplying_chains():
     assert not arrow_partitions(chain, _tdd(["an unknown split"]), 1 << 30)
     cross = S.OperatorChain(nodes(S.JoinSpec("cross", (), ()), gates=(0, 1)), outputs=())
     assert not arrow_partitions(cross, small, 1 << 30)
+
+
+# ---- column pruning before the write (OutputSpec.columns) -----------------------------------------
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("threshold", ["0", "1mb"])
+def test_a_producer_writes_only_the_columns_its_consumer_reads(job, tmp_path, threshold):
+    job.configuration[THRESHOLD] = threshold
+    source = _files(tmp_path, 100)
+    out = dataclasses.replace(output(ShipStrategy.HASH, ("k",)), columns=("k",))
+    chain = S.OperatorChain(nodes(S.SourceSpec(source)), outputs=(out,))
+    (res,) = job.run_vertex(chain, 1, splits=source.enumerate_splits(1), subpartitions=(2,))
+    assert res.partitions[0].schema.startswith("`k` bigint") and "`v`" not in res.partitions[0].schema
+    got = _consume(job, [(gate([res], 0, 0, 1),)])
+    assert sorted(r["k"] for r in got[0]) == list(range(100)) and set(got[0][0]) == {"k"}
+
+
+@pytest.mark.spark
+def test_consumed_only_keeps_what_is_read_and_leaves_ambiguous_frames_alone(spark_provider):
+    spark = spark_provider.get()
+    df = spark.createDataFrame([(1, "a", 2.0)], "K bigint, `a b` string, c double")
+    assert consumed_only(df, None) is df
+    assert consumed_only(df, ("k", "a b", "c", "other")) is df  # nothing to drop
+    assert consumed_only(df, ("a b", "zz")).columns == ["a b"]
+    assert consumed_only(df, ("k",)).columns == ["K"]            # Spark resolves without case
+    assert consumed_only(df, ()).columns == ["K"]                 # rows still count
+    dup = df.crossJoin(spark.createDataFrame([(3,)], "k bigint"))
+    assert consumed_only(dup, ("c",)) is dup                      # k and K: by name is ambiguous
