@@ -24,7 +24,7 @@ from typing import Any
 from flintlock.graph.stream_graph import StreamEdge, StreamGraph
 from flintlock.runtime.operators import specs as S
 
-__all__ = ["Columns", "consumed_columns", "input_columns"]
+__all__ = ["Columns", "consumed_columns", "input_columns", "lower_names"]
 
 #: a set of lower-case column names, or None for every column
 Columns = frozenset[str] | None
@@ -51,7 +51,8 @@ def _refs(columns: Iterable[Any]) -> Columns:
     return frozenset(out)
 
 
-def _names(names: Iterable[str]) -> frozenset[str]:
+def lower_names(names: Iterable[str]) -> frozenset[str]:
+    """``names`` lower-cased (how this module compares column names)."""
     return frozenset(n.lower() for n in names)
 
 
@@ -71,15 +72,15 @@ def input_columns(spec: Any, input_index: int, needed: Columns) -> Columns:
     if isinstance(spec, S.SortSpec):
         return _union(needed, _refs(spec.columns))
     if isinstance(spec, (S.KeyedAggregateSpec, S.LocalAggregateSpec)):
-        return _union(_names(spec.keys), _refs(spec.aggregates))
+        return _union(lower_names(spec.keys), _refs(spec.aggregates))
     if isinstance(spec, S.GlobalAggregateSpec):
         return _refs(spec.aggregates)
     if isinstance(spec, S.JoinSpec):
         if spec.how in ("semi", "anti"):  # the output is the left side's rows
             if input_index == 1:
-                return _names(spec.right_on)  # it only decides which left rows stay
-            return _union(needed, _names(spec.left_on))
-        return _union(needed, _names(spec.left_on), _names(spec.right_on))
+                return lower_names(spec.right_on)  # it only decides which left rows stay
+            return _union(needed, lower_names(spec.left_on))
+        return _union(needed, lower_names(spec.left_on), lower_names(spec.right_on))
     return None
 
 
@@ -91,6 +92,7 @@ def consumed_columns(graph: StreamGraph) -> dict[tuple[int, int, int], Columns]:
     for e in graph.edges:
         out_edges.setdefault(e.source_id, []).append(e)
     needed: dict[int, Columns] = {}
+    consumed: dict[tuple[int, int, int], Columns] = {}
 
     def output_needed(node_id: int) -> Columns:
         if node_id not in needed:
@@ -99,9 +101,12 @@ def consumed_columns(graph: StreamGraph) -> dict[tuple[int, int, int], Columns]:
         return needed[node_id]
 
     def edge_needed(e: StreamEdge) -> Columns:
-        return input_columns(nodes[e.target_id].spec, e.type_number, output_needed(e.target_id))
+        key = (e.source_id, e.target_id, e.type_number)
+        if key not in consumed:
+            consumed[key] = input_columns(nodes[e.target_id].spec, e.type_number,
+                                          output_needed(e.target_id))
+        return consumed[key]
 
-    order = sorted(nodes, reverse=True)  # consumers mostly come later: shallow recursion
-    for node_id in order:
+    for node_id in sorted(nodes, reverse=True):  # consumers mostly come later: shallow recursion
         output_needed(node_id)
     return {(e.source_id, e.target_id, e.type_number): edge_needed(e) for e in graph.edges}

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 import cloudpickle
 
 from flintlock.graph.chaining import Chain, chained_in_edges, compute_chains
-from flintlock.graph.column_pruning import Columns, consumed_columns
+from flintlock.graph.column_pruning import Columns, consumed_columns, lower_names
 from flintlock.graph.plan import job_graph_plan
 from flintlock.graph.stream_graph import StreamEdge, StreamGraph
 from flintlock.runtime.ids import IntermediateDataSetID, JobID, JobVertexID
@@ -51,10 +51,6 @@ def result_partition_type(job_type: JobType) -> ResultPartitionType:
     if job_type is JobType.BATCH:
         return ResultPartitionType.BLOCKING
     return ResultPartitionType.PIPELINED_BOUNDED
-
-
-def _lower(names: tuple[str, ...]) -> frozenset[str]:
-    return frozenset(n.lower() for n in names)
 
 
 def _edge_key(e: StreamEdge) -> tuple[int, int, int]:
@@ -145,7 +141,7 @@ def _build_vertex(
             columns = consumed.get(_edge_key(e))
             outputs.append(OutputSpec(
                 ds_id, e.partitioner, e.key_columns, max_par[consumer],
-                None if columns is None else tuple(sorted(columns | _lower(e.key_columns)))))
+                None if columns is None else tuple(sorted(columns | lower_names(e.key_columns)))))
             results.append(
                 IntermediateDataSet(ds_id, vid, result_type, vertex_ids[consumer], e.partitioner,
                                     e.key_columns)

@@ -79,14 +79,18 @@ def selectivity(condition: Any) -> float:
 
 
 def estimated_bytes(nodes: Mapping[int, StreamNode], edges: Sequence[StreamEdge],
-                    node_id: int) -> int | None:
+                    node_id: int, sources: dict[int, Any] | None = None) -> int | None:
     """An estimate of the bytes node ``node_id`` outputs (see the module docstring), or None
-    when unknown."""
+    when unknown. ``sources`` caches what was read about each source node (its files' listing
+    and footers), for a caller that estimates several nodes of one graph."""
     chain: list[Any] = []
     while len(chain) <= len(nodes):
         node = nodes[node_id]
         if isinstance(node.spec, SourceSpec):
-            return _estimate(node.spec.source, list(reversed(chain)))
+            cache = {} if sources is None else sources
+            if node_id not in cache:
+                cache[node_id] = _source_facts(node.spec.source)
+            return _estimate(*cache[node_id], list(reversed(chain)))
         if not isinstance(node.spec, _PASS_THROUGH):
             return None
         ins = [e for e in edges if e.target_id == node_id]
@@ -97,19 +101,30 @@ def estimated_bytes(nodes: Mapping[int, StreamNode], edges: Sequence[StreamEdge]
     return None  # pragma: no cover - the graph is acyclic
 
 
-def _estimate(source: object, specs: list[Any]) -> int | None:
-    """The output bytes of ``specs`` (source first) applied to ``source``."""
+def _source_facts(source: object) -> tuple[Any, int | None]:
+    """(Parquet statistics or None, the source's bytes when there are no statistics)."""
     stats = _parquet_statistics(source)
+    return stats, (None if stats is not None else source_bytes(source))
+
+
+def _row_share(spec: Any) -> float:
+    """The share of rows an operator keeps (1 for those that keep every row)."""
+    if isinstance(spec, FilterSpec):
+        return selectivity(spec.condition)
+    if isinstance(spec, FilterFunctionSpec):
+        return _OTHER
+    return 1.0
+
+
+def _estimate(stats: Any, size: int | None, specs: list[Any]) -> int | None:
+    """The output bytes of ``specs`` (source first) applied to a source with Parquet
+    statistics ``stats``, or else of ``size`` bytes."""
     if stats is None:
-        size = source_bytes(source)
         if size is None:
             return None
         share = 1.0
         for spec in specs:
-            if isinstance(spec, FilterSpec):
-                share *= selectivity(spec.condition)
-            elif isinstance(spec, FilterFunctionSpec):
-                share *= _OTHER
+            share *= _row_share(spec)
         return int(size * share)
     rows = float(stats.rows)
     # lineage: each output column -> the source columns it reads (None: every source column)
@@ -139,10 +154,8 @@ def _apply(spec: Any, rows: float, lineage: dict[str, frozenset[str] | None]
             out |= sources
         return frozenset(out)
 
-    if isinstance(spec, FilterSpec):
-        return rows * selectivity(spec.condition), lineage
-    if isinstance(spec, FilterFunctionSpec):
-        return rows * _OTHER, lineage
+    if isinstance(spec, (FilterSpec, FilterFunctionSpec)):
+        return rows * _row_share(spec), lineage
     if isinstance(spec, LimitSpec):
         return min(rows, float(spec.n)), lineage
     if isinstance(spec, SelectSpec):

@@ -186,6 +186,8 @@ class _Builder:
         self.edges: list[StreamEdge] = []
         self.done: dict[int, _Ref] = {}
         self.uids: dict[str, str] = {}
+        #: what size estimates read about each source node (``size_estimates.estimated_bytes``)
+        self.source_facts: dict[int, Any] = {}
 
     # ---- nodes and edges ----------------------------------------------------------------------
 
@@ -335,7 +337,8 @@ class _Builder:
         if any(r.partition is None or r.partition.ship_strategy is not ShipStrategy.HASH
                for r in inputs):
             return ""
-        sizes = [estimated_bytes(self.nodes, self.edges, r.node_id) for r in inputs]
+        sizes = [estimated_bytes(self.nodes, self.edges, r.node_id, self.source_facts)
+                 for r in inputs]
         candidates = [
             (size, side) for size, side, allowed in (
                 (sizes[1], "right", BROADCAST_RIGHT_JOINS), (sizes[0], "left", BROADCAST_LEFT_JOINS))

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 from flintlock.runtime.deployment import PartitionLocation, ResultPartitionDeploymentDescriptor
 from flintlock.runtime.ids import ExecutionAttemptID
 from flintlock.runtime.operators.specs import OutputSpec
-from flintlock.runtime.shuffle.layout import filesystem_and_path
+from flintlock.runtime.shuffle.layout import filesystem_and_path, subpartition_uri
 from flintlock.runtime.shuffle.pipelined import ARROW, ARROW_SUFFIX
 from flintlock.runtime.spark.partitions import subpartition_column
 from flintlock.runtime.spark.schema import struct_to_ddl
@@ -117,7 +117,7 @@ def write_arrow_segment(df: Any, rpdd: ResultPartitionDeploymentDescriptor, outp
         rows.append(part.num_rows)
         sizes.append(part.nbytes if part.num_rows else 0)
         if part.num_rows:
-            write_arrow_file(part, f"{uri.rstrip('/')}/sp={k}{ARROW_SUFFIX}")
+            write_arrow_file(part, subpartition_uri(uri, k) + ARROW_SUFFIX)
     return PartitionLocation(
         partition_id=rpdd.partition_id, producer_attempt=attempt_id, uri=uri,
         rows_per_subpartition=tuple(rows), bytes_per_subpartition=tuple(sizes),

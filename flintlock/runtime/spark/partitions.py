@@ -207,7 +207,7 @@ def read_gate(spark: Any, gate: InputGateDeploymentDescriptor) -> GateRead:
         for k in range(start, end + 1):
             if k < len(loc.rows_per_subpartition) and loc.rows_per_subpartition[k] > 0:
                 if loc.format == ARROW:
-                    path = f"{loc.uri.rstrip('/')}/{SUBPARTITION_COLUMN}={k}{ARROW_SUFFIX}"
+                    path = subpartition_uri(loc.uri, k) + ARROW_SUFFIX
                     arrow_files.append(path)
                 else:
                     path = subpartition_uri(loc.uri, k)
