@@ -48,6 +48,7 @@ from flintlock.config.options import (
     PIPELINE_NAME,
     RUNTIME_MODE,
 )
+from flintlock.config.sensitive import job_configuration
 from flintlock.graph.job_graph_generator import create_job_graph
 from flintlock.graph.plan import stream_graph_plan
 from flintlock.graph.stream_graph import StreamGraph
@@ -309,7 +310,7 @@ class StreamExecutionEnvironment:
             max_parallelism=int(conf.get(MAX_PARALLELISM)),
             chaining_enabled=bool(conf.get(OPERATOR_CHAINING)),
             job_type=job_type,
-            configuration=conf.to_dict(),
+            configuration=job_configuration(conf.to_dict()),
         )
         return generate_stream_graph(self._sinks, settings)
 

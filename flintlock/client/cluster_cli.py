@@ -20,6 +20,7 @@ from flintlock.config import (
     load_cluster_configuration,
 )
 from flintlock.exceptions import FlintlockException
+from flintlock.runtime.net.ssl_utils import rest_scheme
 
 __all__ = ["register"]
 
@@ -103,12 +104,14 @@ def register(cli: click.Group) -> None:
         """Start JobManagers and N TaskManagers in the background."""
         from flintlock.client.standalone_cluster import start_cluster
 
-        info = start_cluster(_configuration(dynamic), list(dynamic), taskmanagers,
+        configuration = _configuration(dynamic)
+        info = start_cluster(configuration, list(dynamic), taskmanagers,
                              job_managers=jobmanagers, zookeeper=zookeeper)
         managers = (f"RPC port {info.rpc_port}" if info.job_managers == 1 else
                     f"{info.job_managers} JobManagers (one leads)")
         click.echo(
-            f"Cluster started: REST http://127.0.0.1:{info.rest_port}, {managers}, "
+            f"Cluster started: REST {rest_scheme(configuration)}://127.0.0.1:{info.rest_port}, "
+            f"{managers}, "
             f"{info.task_managers} TaskManager(s); logs in {info.state_dir / 'log'}"
         )
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from flintlock.client.job_client import PollingJobClient, wait_for_savepoint
 from flintlock.client.rest_cluster_client import RestClusterClient
+from flintlock.client.secret_file import read_secret_file
 from flintlock.config import Configuration
 from flintlock.config.options import (
     CLIENT_TIMEOUT,
@@ -40,6 +41,7 @@ from flintlock.runtime.ids import ExecutionAttemptID, ExecutionVertexID, JobID, 
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
 from flintlock.runtime.metrics.live_task_metrics import MIN_WATERMARK_METRIC, LiveTaskMetrics
+from flintlock.runtime.net.ssl_utils import rest_client_ssl_context, rest_scheme
 from flintlock.runtime.taskmanager.task_execution_state import SerializedError
 
 __all__ = ["RemoteJobClient", "cluster_state_dir", "rest_client_for", "rest_url", "submit_remote"]
@@ -57,9 +59,8 @@ def _secret(configuration: Configuration) -> str | None:
     secret = configuration.get(CLUSTER_SECRET) or os.environ.get(SECRET_ENV)
     if secret:
         return str(secret)
-    path = cluster_state_dir(configuration) / "secret"
     try:
-        return path.read_text().strip() or None
+        return read_secret_file(cluster_state_dir(configuration) / "secret")
     except OSError:
         return None
 
@@ -116,9 +117,9 @@ def _rest_endpoint(configuration: Configuration,
 
 
 def rest_url(configuration: Configuration) -> str:
-    """``http://<host>:<port>`` of the cluster this configuration reaches."""
+    """``http[s]://<host>:<port>`` of the cluster this configuration reaches."""
     host, port = _rest_endpoint(configuration, _leader_of(configuration))
-    return f"http://{host}:{port}"
+    return f"{rest_scheme(configuration)}://{host}:{port}"
 
 
 def rest_client_for(configuration: Configuration) -> RestClusterClient:
@@ -126,7 +127,8 @@ def rest_client_for(configuration: Configuration) -> RestClusterClient:
     leader = _leader_of(configuration)
     host, port = _rest_endpoint(configuration, leader)
     return RestClusterClient(host, port, _secret(configuration),
-                             configuration.get(CLIENT_TIMEOUT), leader=leader)
+                             configuration.get(CLIENT_TIMEOUT), leader=leader,
+                             ssl_context=rest_client_ssl_context(configuration))
 
 
 def submit_remote(job_graph: JobGraph, configuration: Configuration, show_progress: bool) -> RemoteJobClient:

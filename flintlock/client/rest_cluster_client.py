@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import platform
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any
@@ -76,11 +77,16 @@ class RestClusterClient:
             at the new leader for up to ``timeout_s`` (Flink's RestClusterClient follows the
             REST leader the same way). Only connection failures are retried, so nothing is sent
             twice.
+        ssl_context: https with this context (``security.ssl.rest.*``,
+            ``net.ssl_utils.rest_client_ssl_context``: verifies the server's certificate and host
+            name); None: plain http.
     """
 
     def __init__(self, address: str, port: int, secret: str | None = None,
                  timeout_s: float = 60.0, transport: httpx.BaseTransport | None = None,
-                 leader: Callable[[], tuple[str, int] | None] | None = None) -> None:
+                 leader: Callable[[], tuple[str, int] | None] | None = None,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
+        self._ssl_context = ssl_context
         self._secret = secret
         self._timeout_s = timeout_s
         self._transport = transport
@@ -90,9 +96,10 @@ class RestClusterClient:
     def _connect(self, address: str, port: int) -> None:
         self.address = address
         self.port = port
-        self.base_url = f"http://{address}:{port}"
+        scheme = "http" if self._ssl_context is None else "https"
+        self.base_url = f"{scheme}://{address}:{port}"
         self._http = httpx.Client(base_url=self.base_url, timeout=self._timeout_s,
-                                  transport=self._transport)
+                                  transport=self._transport, verify=self._ssl_context or True)
 
     def _follow_leader(self, deadline: float) -> bool:
         """After a failed connection: whether to try again (before ``deadline``, with a leader
@@ -163,7 +170,8 @@ class RestClusterClient:
         return list(self._request("GET", "/taskmanagers")["taskmanagers"])
 
     def shutdown(self) -> None:
-        self._request("DELETE", "/cluster")
+        """``DELETE /cluster`` with the cluster secret (401 without it)."""
+        self._request("DELETE", "/cluster", headers=self._auth_headers())
 
     # ---- jobs ----------------------------------------------------------------------------------------
 

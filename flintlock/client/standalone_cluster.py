@@ -24,6 +24,7 @@ from typing import Any
 from flintlock.client.local_zookeeper import LocalZooKeeperException, start_local_zookeeper
 from flintlock.client.remote import cluster_state_dir
 from flintlock.client.rest_cluster_client import RestClusterClient
+from flintlock.client.secret_file import read_secret_file, write_secret_file
 from flintlock.config import Configuration
 from flintlock.config.options import (
     CLUSTER_SECRET,
@@ -40,6 +41,7 @@ from flintlock.runtime.highavailability.services import (
     HighAvailabilityServices,
     create_ha_services,
 )
+from flintlock.runtime.net.ssl_utils import rest_client_ssl_context
 from flintlock.runtime.processes import pid_alive
 
 #: in the state directory: the high-availability settings with which clients find the leader
@@ -98,11 +100,8 @@ def _ensure_secret(state: Path, configuration: Configuration) -> str:
     configured = configuration.get(CLUSTER_SECRET)
     if configured:
         return str(configured)
-    path = state / "secret"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        value = secrets.token_hex(32)
-        f.write(value)
+    value = secrets.token_hex(32)
+    write_secret_file(state / "secret", value)
     return value
 
 
@@ -230,7 +229,7 @@ def start_cluster(configuration: Configuration, dynamic: list[str], task_manager
             the TaskManagers did not register in time.
     """
     state = cluster_state_dir(configuration)
-    state.mkdir(parents=True, exist_ok=True)
+    state.mkdir(mode=0o700, parents=True, exist_ok=True)
     running = [p for p in _pid_files(state) if (pid := _read_pid(p)) and pid_alive(pid)]
     if running:
         raise StandaloneClusterException(
@@ -273,7 +272,8 @@ def start_cluster(configuration: Configuration, dynamic: list[str], task_manager
         tm_args += _cpu_share(configuration, task_managers)
         for i in range(task_managers):
             started.append(_spawn(f"taskmanager-{i}", ["taskmanager", *tm_args], state, secret))
-        client = RestClusterClient(host, rest_port, secret)
+        client = RestClusterClient(host, rest_port, secret,
+                                   ssl_context=rest_client_ssl_context(configuration))
         deadline = time.monotonic() + timeout_s
         registered = 0
         while time.monotonic() < deadline:
@@ -323,7 +323,11 @@ def add_job_manager(configuration: Configuration, dynamic: list[str]) -> str:
     d_args += _high_availability(configuration, dynamic, state, 2)[0]
     taken = {p.stem for p in state.glob("jobmanager*.pid")}
     name = next(n for n in (f"jobmanager-{i}" for i in range(1, 10_000)) if n not in taken)
-    secret = configuration.get(CLUSTER_SECRET) or (state / "secret").read_text().strip()
+    secret = configuration.get(CLUSTER_SECRET) or read_secret_file(state / "secret")
+    if not secret:
+        raise StandaloneClusterException(
+            f"{state} holds no cluster secret: start the cluster with `flintlock cluster start` "
+            "first, or set security.cluster.secret.")
     proc = _spawn(name, ["jobmanager", *d_args], state, str(secret))
     _wait_for_port_file(name, proc, state, 60)
     return name

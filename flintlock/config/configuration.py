@@ -16,6 +16,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from flintlock.config.options import OPTIONS, ConfigOption
+from flintlock.config.sensitive import (
+    HIDDEN_CONTENT,
+    hidden_items,
+    hide_credentials,
+    hide_value,
+    is_sensitive,
+)
 from flintlock.exceptions import FlintlockException
 
 __all__ = ["Configuration", "IllegalConfigurationException", "load_cluster_configuration"]
@@ -50,8 +57,10 @@ def _check(key: str, value: Any) -> Any:
     try:
         return opt.parse(value)
     except ValueError as exc:
+        shown = hide_value(key, repr(value))
+        reason = HIDDEN_CONTENT if is_sensitive(key) else hide_credentials(str(exc))
         raise IllegalConfigurationException(
-            f"Invalid value {value!r} for configuration key {key!r}: {exc}. ({opt.description})"
+            f"Invalid value {shown} for configuration key {key!r}: {reason}. ({opt.description})"
         ) from None
 
 
@@ -118,7 +127,7 @@ class Configuration:
         return iter(self._raw)
 
     def __repr__(self) -> str:
-        return f"Configuration({self.to_dict()!r})"
+        return f"Configuration({hidden_items(self._raw)!r})"
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str]) -> Configuration:

@@ -236,6 +236,22 @@ CANCELLATION_TIMEOUT = option("task.cancellation.timeout", 180.0, duration,
 RPC_ASK_TIMEOUT = option("rpc.ask-timeout", 10.0, duration, "Timeout of RPC calls.",
                          ("pekko.ask.timeout", "akka.ask.timeout"))
 
+
+def _framesize(value: Any) -> int:
+    size = parse_memory_bytes(value)
+    if not 1024 <= size <= 2**31 - 1 - 1024:  # gRPC's message limits are int32
+        raise ValueError(f"{value!r} is not between 1k and 2 GiB - 1025 bytes")
+    return size
+
+
+RPC_FRAMESIZE = option(
+    "rpc.framesize", 256 * 1024 * 1024, _framesize,
+    "The largest RPC message in bytes (Flink's pekko.framesize): a request or reply body between "
+    "JobManager, TaskManagers and clients that is larger fails with a CodecError. Default 256m, "
+    "since JobGraphs carry the user's code (Flink's default is 10 MiB). Only callers that proved "
+    "the cluster secret in the call's metadata can make a process read a body at all.",
+    ("pekko.framesize", "akka.framesize"))
+
 # ---- shuffle / data plane ----------------------------------------------------------------------
 SHUFFLE_DIR = option("shuffle.storage-dir", None, _str,
                      "Where result partitions are written (default: a temp dir per TaskManager). "
@@ -366,6 +382,24 @@ REST_BIND_ADDRESS = option("rest.bind-address", "127.0.0.1", _str, "Interface RE
 CLIENT_TIMEOUT = option("client.timeout", 60.0, duration, "Client request timeout.")
 WEB_REFRESH = option("web.refresh-interval", 3.0, duration, "Web UI refresh interval.")
 
+
+def _host_list(value: Any) -> tuple[str, ...]:
+    """Host names, comma separated (``"flink.example.com, jm-1"``), lower-cased; ``*``: any."""
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    hosts = tuple(str(h).strip().lower() for h in items if str(h).strip())
+    for host in hosts:
+        if host != "*" and not re.fullmatch(r"[a-z0-9._\-:\[\]]+", host):
+            raise ValueError(f"{host!r} is not a host name (examples: 'flink.example.com', '*')")
+    return hosts
+
+
+REST_ALLOWED_HOSTS = option(
+    "rest.server.allowed-hosts", (), _host_list,
+    "Extra names the REST server answers to in the Host header, comma separated (flintlock's own "
+    "key). Always allowed: IP addresses, localhost, rest.address and this host's name. Requests "
+    "naming any other host get 400, which stops DNS-rebinding attacks from web pages; '*' "
+    "turns the check off (e.g. behind a reverse proxy that rewrites Host).")
+
 # ---- security ------------------------------------------------------------------------------------
 CLUSTER_SECRET = option(
     "security.cluster.secret", None, _str,
@@ -376,11 +410,61 @@ REST_SERVER_MAX_CONTENT = option("rest.server.max-content-length", 104_857_600, 
                                  "Largest REST request body the server accepts (bytes).")
 REST_CLIENT_MAX_CONTENT = option("rest.client.max-content-length", 104_857_600, parse_memory_bytes,
                                  "Largest REST response body the client accepts (bytes).")
+# REST server connection limits (issue 16; flintlock's own keys: Flink's Netty server has none)
+REST_SERVER_HEADER_TIMEOUT = option(
+    "rest.server.header-timeout", 10.0, _at_least(duration, 1e-3),
+    "Time a REST connection has to send a complete request head (request line and headers), "
+    "from when it opens or, on a kept-alive connection, from the first byte of the next request; "
+    "the connection is closed when it runs out (flintlock's own key).")
+REST_SERVER_IDLE_TIMEOUT = option(
+    "rest.server.idle-timeout", 5.0, _at_least(duration, 1e-3),
+    "Time a kept-alive REST connection may wait for its next request before it is closed "
+    "(rounded up to whole seconds; flintlock's own key).")
+REST_SERVER_MAX_CONNECTIONS = option(
+    "rest.server.max-connections", 256, pos_int,
+    "REST connections served at once: a request that arrives while more connections than this "
+    "are open (its own included), or more requests than this are in flight, is answered 503 "
+    "Service Unavailable (flintlock's own key).")
 WEB_SUBMIT = option("web.submit.enable", True, _bool, "Allow job submission from the web UI.")
 CLUSTER_STATE_DIR = option(
     "cluster.state-dir", None, _str,
     "Directory of a standalone cluster's pid files, logs and port files "
     "(default: ~/.flintlock/cluster).")
+
+# ---- TLS (Flink SecurityOptions; PEM files instead of Java keystores) -----------------------------
+SSL_INTERNAL_ENABLED = option(
+    "security.ssl.internal.enabled", False, _bool,
+    "TLS with mutual authentication for the RPC connections between JobManagers and "
+    "TaskManagers (gRPC).")
+SSL_REST_ENABLED = option(
+    "security.ssl.rest.enabled", False, _bool,
+    "TLS (https) for the REST API and web UI; clients then connect with https.")
+SSL_REST_AUTHENTICATION = option(
+    "security.ssl.rest.authentication-enabled", False, _bool,
+    "Mutual TLS for REST: clients must present a certificate the REST truststore trusts.")
+SSL_INTERNAL_KEYSTORE = option(
+    "security.ssl.internal.keystore", None, _str,
+    "PEM file with this process's certificate chain and private key for RPC TLS (Flink: a Java "
+    "keystore).")
+SSL_INTERNAL_KEY_PASSWORD = option(
+    "security.ssl.internal.key-password", None, _str,
+    "Password of the internal keystore's private key when it is encrypted.",
+    ("security.ssl.internal.keystore-password",))
+SSL_INTERNAL_TRUSTSTORE = option(
+    "security.ssl.internal.truststore", None, _str,
+    "PEM file with the CA certificates RPC peers' certificates must chain to.")
+SSL_REST_KEYSTORE = option(
+    "security.ssl.rest.keystore", None, _str,
+    "PEM file with the REST server's certificate chain and private key (clients with "
+    "authentication-enabled: the client certificate).")
+SSL_REST_KEY_PASSWORD = option(
+    "security.ssl.rest.key-password", None, _str,
+    "Password of the REST keystore's private key when it is encrypted.",
+    ("security.ssl.rest.keystore-password",))
+SSL_REST_TRUSTSTORE = option(
+    "security.ssl.rest.truststore", None, _str,
+    "PEM file with the CA certificates clients trust for the REST server (unset: the system's "
+    "CAs); with authentication-enabled, also the CAs client certificates must chain to.")
 
 # ---- failure recovery (issue 4: exception history) ---------------------------------------------
 WEB_EXCEPTION_HISTORY_SIZE = option(

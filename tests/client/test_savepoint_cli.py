@@ -76,8 +76,9 @@ class FakeCluster:
 
 def _forwarding_transport(test_client: TestClient) -> httpx.MockTransport:
     def handle(request: httpx.Request) -> httpx.Response:
+        headers = {k: v for k, v in request.headers.items() if k != "host"}  # the app's own
         answer = test_client.request(request.method, request.url.raw_path.decode("ascii"),
-                                     content=request.content, headers=dict(request.headers))
+                                     content=request.content, headers=headers)
         return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
 
     return httpx.MockTransport(handle)
@@ -99,12 +100,13 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeClu
             return await rpc.connect(endpoint.address, DispatcherGateway)
 
         app = create_app(portal.call(start), Configuration(), secret=SECRET)
-        test_client = TestClient(app)
+        test_client = TestClient(app, base_url="http://localhost")
         test_client.portal = portal  # run requests in the dispatcher's loop
         fake = FakeCluster(endpoint, _forwarding_transport(test_client), tmp_path)
 
         def rest_cluster_client(address: str, port: int, secret: str | None = None,
-                                timeout_s: float = 60.0, leader: Any = None) -> RestClusterClient:
+                                timeout_s: float = 60.0, leader: Any = None,
+                                ssl_context: Any = None) -> RestClusterClient:
             fake.clients.append((address, port, secret))
             return RestClusterClient(address, port, secret, timeout_s, transport=fake.transport,
                                      leader=leader)
@@ -185,7 +187,8 @@ def test_savepoint_without_a_cluster_exits_1(tmp_path: Path, monkeypatch: pytest
         raise httpx.ConnectError("connection refused", request=request)
 
     def rest_cluster_client(address: str, port: int, secret: str | None = None,
-                            timeout_s: float = 60.0, leader: Any = None) -> RestClusterClient:
+                            timeout_s: float = 60.0, leader: Any = None,
+                            ssl_context: Any = None) -> RestClusterClient:
         return RestClusterClient(address, port, secret, timeout_s,
                                  transport=httpx.MockTransport(refuse), leader=leader)
 

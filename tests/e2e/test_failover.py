@@ -180,7 +180,7 @@ def test_lost_producer_partition_reruns_the_producer_region(spark_provider: Any,
         assert causes[0].class_name.endswith("PartitionNotFoundException")
         # the same attempt numbers through REST: GET /jobs/:jobid/vertices/:vertexid
         app = create_app(cluster.dispatcher_gateway, Configuration(), secret=None)
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://rest") as rest:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as rest:
             for name, expected in (("Source: A", [1, 0]), ("Source: B", [0, 0]), ("join", [1, 1])):
                 response = await rest.get(f"/jobs/{job.job_id}/vertices/{_vertex(graph, name).id}")
                 assert response.status_code == 200, response.text

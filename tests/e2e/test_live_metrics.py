@@ -58,7 +58,7 @@ def test_back_pressure_records_and_watermarks_are_visible_while_the_job_runs(
         app = create_app(cluster.dispatcher_gateway, Configuration(), secret=None)
         base = f"/jobs/{job.job_id}/vertices"
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                     base_url="http://rest") as rest:
+                                     base_url="http://localhost") as rest:
             async def get(path: str) -> Any:
                 response = await rest.get(path)
                 assert response.status_code == 200, response.text

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 def client() -> Iterator[Any]:
     app = create_app(object(), Configuration({"web.refresh-interval": "1500 ms"}),  # type: ignore[arg-type]
                      secret=None)
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://localhost") as c:
         yield c
 
 

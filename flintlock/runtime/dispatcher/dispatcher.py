@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flintlock.config import Configuration, options
+from flintlock.config.sensitive import JOB_EXCLUDED_KEYS, job_configuration
 from flintlock.runtime.clock import Clock
 from flintlock.runtime.dispatcher.collect_coordinator import CollectCoordinator
 from flintlock.runtime.dispatcher.exceptions import (
@@ -190,6 +191,10 @@ class Dispatcher(FencedRpcEndpoint):
             )
         if not job_graph.vertices:
             raise JobSubmissionException(f"Job {job_id} ({job_graph.name!r}) has no vertices.")
+        if JOB_EXCLUDED_KEYS & set(job_graph.configuration):
+            # a client that put its copy of the cluster secret into the job: never stored/served
+            job_graph = dataclasses.replace(
+                job_graph, configuration=job_configuration(job_graph.configuration))
         if self._persistence is not None:
             if self._persistence.is_finished(job_id):
                 raise DuplicateJobSubmissionException(

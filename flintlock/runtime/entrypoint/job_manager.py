@@ -35,6 +35,7 @@ from flintlock.config.options import (
     REST_BIND_ADDRESS,
     REST_PORT,
     RPC_ASK_TIMEOUT,
+    RPC_FRAMESIZE,
 )
 from flintlock.runtime.dispatcher.dispatcher import Dispatcher
 from flintlock.runtime.dispatcher.gateway import DispatcherGateway
@@ -67,6 +68,11 @@ from flintlock.runtime.logs.process_logs import (
 )
 from flintlock.runtime.metrics.loop_lag import LoopLagMonitor
 from flintlock.runtime.metrics.prometheus import job_manager_source, start_prometheus_reporter
+from flintlock.runtime.net.ssl_utils import (
+    internal_pem_files,
+    is_internal_ssl_enabled,
+    rest_scheme,
+)
 from flintlock.runtime.resourcemanager.resource_manager import ResourceManager
 from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 
@@ -119,6 +125,8 @@ async def _serve(configuration: Configuration, port_file: str | Path | None,
         secret=secret,
         advertised_host=configuration.get(JM_RPC_ADDRESS),
         timeout_s=configuration.get(RPC_ASK_TIMEOUT),
+        max_message_bytes=configuration.get(RPC_FRAMESIZE),
+        tls=internal_pem_files(configuration) if is_internal_ssl_enabled(configuration) else None,
     )
     await rpc.start()
     registry = None
@@ -169,8 +177,9 @@ def _serving(configuration: Configuration, rpc: Any, rest: Any, reporter: Any,
     """Write the port file of a JobManager that serves, and log it."""
     write_port_file(port_file, rpc_port=rpc.port, rest_port=rest.port, **extra,
                     metrics_port=reporter.port if reporter is not None else None)
-    log.info("JobManager serving: RPC %s:%d, REST http://%s:%d", configuration.get(JM_BIND_HOST),
-             rpc.port, configuration.get(REST_BIND_ADDRESS), rest.port)
+    log.info("JobManager serving: RPC %s:%d%s, REST %s://%s:%d", configuration.get(JM_BIND_HOST),
+             rpc.port, " (TLS)" if is_internal_ssl_enabled(configuration) else "",
+             rest_scheme(configuration), configuration.get(REST_BIND_ADDRESS), rest.port)
 
 
 async def _stop_all(started: list[Any]) -> None:
@@ -236,7 +245,7 @@ async def _standby_rest(configuration: Configuration, ha: Any, started: list[Any
     """A standby's REST server on ``rest.port``, redirecting to the leader's
     (``runtime/rest/standby.py``), with the retrieval service it follows, both appended to
     ``started``; None when the port is taken (the leader on this host serves it)."""
-    from flintlock.runtime.rest.server import RestServer
+    from flintlock.runtime.rest.server import RestServer, server_options
     from flintlock.runtime.rest.standby import create_standby_app
 
     watcher = LeaderAddressWatcher("rest", asyncio.get_running_loop())
@@ -244,7 +253,8 @@ async def _standby_rest(configuration: Configuration, ha: Any, started: list[Any
     retrieval.start(watcher)
     started.append(_Stoppable(retrieval.stop))
     server = RestServer(create_standby_app(lambda: watcher.address),
-                        host=configuration.get(REST_BIND_ADDRESS), port=configuration.get(REST_PORT))
+                        host=configuration.get(REST_BIND_ADDRESS), port=configuration.get(REST_PORT),
+                        **server_options(configuration))
     try:
         await server.start()
     except OSError as exc:
@@ -275,7 +285,7 @@ async def _start_components(configuration: Configuration, rpc: Any, secret: str 
     session id) is the fencing token of the ResourceManager, Dispatcher and JobMasters;
     ``leadership_check`` guards what they publish."""
     from flintlock.runtime.rest.app import create_app
-    from flintlock.runtime.rest.server import RestServer
+    from flintlock.runtime.rest.server import RestServer, server_options
 
     resource_manager = ResourceManager(rpc, configuration, leader_id=leader_id)
     await resource_manager.start()
@@ -294,12 +304,14 @@ async def _start_components(configuration: Configuration, rpc: Any, secret: str 
     gateway = await rpc.connect(dispatcher.address, DispatcherGateway, fencing_token=leader_id)
     rest = RestServer(create_app(gateway, configuration, secret=secret, job_manager_logs=logs,
                                  high_availability=ha.describe if ha is not None else None),
-                      host=configuration.get(REST_BIND_ADDRESS), port=configuration.get(REST_PORT))
+                      host=configuration.get(REST_BIND_ADDRESS), port=configuration.get(REST_PORT),
+                      **server_options(configuration))
     await rest.start()
     started.append(rest)
     reporter = await start_prometheus_reporter(configuration, [job_manager_source(gateway)])
     if reporter is not None:
         started.append(reporter)
     addresses = {"resourcemanager": resource_manager.address, "dispatcher": dispatcher.address,
-                 "rest": f"http://{configuration.get(REST_ADDRESS)}:{rest.port}"}
+                 "rest": f"{rest_scheme(configuration)}://{configuration.get(REST_ADDRESS)}:"
+                         f"{rest.port}"}
     return rest, reporter, addresses

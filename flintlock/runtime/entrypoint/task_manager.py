@@ -23,6 +23,7 @@ from flintlock.config.options import (
     JM_RPC_ADDRESS,
     JM_RPC_PORT,
     RPC_ASK_TIMEOUT,
+    RPC_FRAMESIZE,
     SHUFFLE_DIR,
     TASK_SLOTS,
     TM_HOST,
@@ -47,6 +48,7 @@ from flintlock.runtime.logs.process_logs import (
 )
 from flintlock.runtime.metrics.loop_lag import LoopLagMonitor
 from flintlock.runtime.metrics.prometheus import start_prometheus_reporter, task_manager_source
+from flintlock.runtime.net.ssl_utils import internal_pem_files, is_internal_ssl_enabled
 from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 
 __all__ = ["run_task_manager"]
@@ -71,7 +73,10 @@ async def run_task_manager(configuration: Configuration, port_file: str | Path |
     host = configuration.get(TM_HOST)
     rpc = GrpcRpcService(bind_host=host, port=configuration.get(TM_RPC_PORT),
                          secret=cluster_secret(configuration), advertised_host=host,
-                         timeout_s=configuration.get(RPC_ASK_TIMEOUT))
+                         timeout_s=configuration.get(RPC_ASK_TIMEOUT),
+                         max_message_bytes=configuration.get(RPC_FRAMESIZE),
+                         tls=(internal_pem_files(configuration)
+                              if is_internal_ssl_enabled(configuration) else None))
     await rpc.start()
     resource_id = ResourceID.generate(f"{host}:{rpc.port}")
     loop_lag.name = f"TaskManager {resource_id}"

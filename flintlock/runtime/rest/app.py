@@ -34,9 +34,11 @@ from flintlock.runtime.rest.handlers import (
     taskmanagers,
     vertices,
 )
+from flintlock.runtime.rest.head import HeadAsGetMiddleware
 from flintlock.runtime.rest.jar_store import JarStore
 from flintlock.runtime.rest.observability import ObservabilityContext
 from flintlock.runtime.rest.routing import RestContext, wall_clock_ms
+from flintlock.runtime.rest.security import HostCheckMiddleware, allowed_host_names
 from flintlock.runtime.rest.web import mount_web_ui
 
 __all__ = ["API_VERSION_PREFIX", "create_app"]
@@ -61,8 +63,10 @@ def create_app(
     Args:
         dispatcher: the gateway every handler calls.
         configuration: cluster configuration (``web.*``, ``rest.server.max-content-length``).
-        secret: ``security.cluster.secret``; ``POST /jobs``, savepoints and stop require it as a
-            bearer token. ``None`` disables them (answered 401).
+        secret: ``security.cluster.secret``; ``POST /jobs``, web submission, savepoints, stop and
+            ``DELETE /cluster`` require it as a bearer token (``rest.security``). ``None``
+            disables them (answered 401). Requests whose ``Host`` header names another site are
+            answered 400 (``rest.server.allowed-hosts``).
         flink_version: reported by ``/config`` and ``/overview``.
         flink_revision: reported as ``flink-revision`` and ``flink-commit``.
         now_ms: wall clock in epoch ms (tests pass a fixed one).
@@ -101,6 +105,8 @@ def create_app(
         app.include_router(router, prefix=API_VERSION_PREFIX)
         app.include_router(router, include_in_schema=False)
     mount_web_ui(app, configuration)
+    app.add_middleware(HeadAsGetMiddleware)
+    app.add_middleware(HostCheckMiddleware, allowed=allowed_host_names(configuration))
     app.add_exception_handler(StarletteHTTPException, handle_exception)
     app.add_exception_handler(RequestValidationError, handle_exception)
     app.add_exception_handler(Exception, handle_exception)

@@ -23,6 +23,7 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,8 +111,12 @@ def _tail(data: bytes) -> str:
 
 
 async def run_program(program: Path, request: JarRunRequest, rest_address: str,
-                      secret: str | None, timeout_s: float) -> JobID:
+                      secret: str | None, timeout_s: float,
+                      client_settings: Mapping[str, str] | None = None) -> JobID:
     """Run ``program`` detached against the cluster at ``rest_address`` (``host:port``).
+
+    ``client_settings`` are configuration keys the client needs to reach the REST endpoint
+    (``ssl_utils.rest_client_settings``); the request's own settings come after them.
 
     Returns the first JobID the program submitted. The program's main gets ``timeout_s``
     seconds to return; a program still running then is stopped (its submitted jobs go on).
@@ -122,7 +127,7 @@ async def run_program(program: Path, request: JarRunRequest, rest_address: str,
     argv = [sys.executable, "-m", "flintlock", "run", "-m", rest_address, "-d"]
     if request.parallelism is not None:
         argv += ["-p", str(request.parallelism)]
-    for key, value in request.configuration.items():
+    for key, value in [*(client_settings or {}).items(), *request.configuration.items()]:
         argv += ["-D", f"{key}={value}"]
     argv += [str(program), *request.program_args]
     env = {k: v for k, v in os.environ.items() if k != SECRET_ENV}

@@ -4,11 +4,15 @@ flintlock "jars" are Python program files (``.py``). Each upload is stored as
 ``<32 hex>_<name>.py`` (Flink's ``<uuid>_<name>.jar``) in ``<web.upload.dir>/flintlock-web-upload``,
 or in a temporary directory removed when the store is garbage-collected or the process exits.
 A jar id is that file name; ids and names are validated, so no request path reaches the file
-system unchecked.
+system unchecked. An upload is written to a hidden temporary file in that directory as it arrives
+(``ProgramUpload``) and renamed to its id once it is complete and valid, so a program is listed
+whole or not at all.
 """
 
 from __future__ import annotations
 
+import codecs
+import os
 import re
 import shutil
 import tempfile
@@ -20,7 +24,8 @@ from pathlib import Path
 
 from flintlock.exceptions import FlintlockException
 
-__all__ = ["JarNotFoundException", "JarStore", "StoredProgram", "UploadRejectedException"]
+__all__ = ["JarNotFoundException", "JarStore", "ProgramUpload", "StoredProgram",
+           "UploadRejectedException"]
 
 _ID = re.compile(r"^[0-9a-f]{32}_[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.py$")
 _MAX_NAME = 128
@@ -53,6 +58,98 @@ def _clean_name(filename: str) -> str:
     return stem + ".py"
 
 
+def _describe(path: Path) -> StoredProgram:
+    return StoredProgram(path.name, path.name.split("_", 1)[1], path,
+                         int(path.stat().st_mtime * 1000))
+
+
+class ProgramUpload:
+    """One program being uploaded into ``directory`` (see ``JarStore.begin_upload``).
+
+    Bytes are appended to a temporary file ``.upload-*.part`` there (never listed as a program)
+    and checked as they come: the whole must be UTF-8 text that is not only whitespace.
+    ``commit`` renames the file to ``<32 hex>_<name>``; ``abort`` removes it. All methods block
+    (file I/O) and are thread-safe; after ``commit`` or ``abort`` the upload is closed.
+
+    Raises:
+        UploadRejectedException: ``filename`` does not name a ``.py`` file.
+    """
+
+    def __init__(self, directory: Path, filename: str) -> None:
+        self.name = _clean_name(filename)
+        self._directory = directory
+        fd, temp = tempfile.mkstemp(prefix=".upload-", suffix=".part", dir=directory)
+        #: the temporary file (gone after ``commit`` or ``abort``)
+        self.temp_path = Path(temp)
+        self._file = os.fdopen(fd, "wb")
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._blank = True
+        self._closed = False
+        self._lock = threading.Lock()
+        #: bytes written so far
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        """Append ``data``.
+
+        Raises:
+            UploadRejectedException: the bytes so far are not UTF-8 text.
+            ValueError: the upload is closed.
+        """
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"the upload of {self.name!r} is closed")
+            try:
+                self._decoder.decode(data)
+            except UnicodeDecodeError:
+                raise self._not_utf8() from None
+            if self._blank and data.strip():
+                self._blank = False
+            self._file.write(data)
+            self.size += len(data)
+
+    def commit(self) -> StoredProgram:
+        """Check the whole upload and store it under a new id; the upload is closed either way.
+
+        Raises:
+            UploadRejectedException: empty (only whitespace) or not UTF-8 text.
+            ValueError: the upload is closed.
+        """
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"the upload of {self.name!r} is closed")
+            try:
+                if self._blank:
+                    raise UploadRejectedException(f"The uploaded program {self.name!r} is empty.")
+                try:
+                    self._decoder.decode(b"", final=True)
+                except UnicodeDecodeError:
+                    raise self._not_utf8() from None
+                self._file.close()
+                path = self._directory / f"{uuid.uuid4().hex}_{self.name}"
+                os.replace(self.temp_path, path)
+                self._closed = True
+                return _describe(path)
+            except BaseException:
+                self._discard()
+                raise
+
+    def abort(self) -> None:
+        """Remove the temporary file (nothing when the upload is already closed)."""
+        with self._lock:
+            if not self._closed:
+                self._discard()
+
+    def _discard(self) -> None:
+        self._closed = True
+        self._file.close()
+        self.temp_path.unlink(missing_ok=True)
+
+    def _not_utf8(self) -> UploadRejectedException:
+        return UploadRejectedException(
+            f"The uploaded program {self.name!r} is not UTF-8 text (upload the .py source).")
+
+
 class JarStore:
     """Uploaded programs in ``<upload_dir>/flintlock-web-upload`` (``None``: a temporary dir)."""
 
@@ -73,28 +170,26 @@ class JarStore:
                     weakref.finalize(self, shutil.rmtree, str(self._dir), True)
             return self._dir
 
+    def begin_upload(self, filename: str) -> ProgramUpload:
+        """Start storing an upload of ``filename`` piece by piece (blocking: file I/O).
+
+        Raises:
+            UploadRejectedException: ``filename`` does not name a ``.py`` file.
+        """
+        return ProgramUpload(self.directory(), filename)
+
     def save(self, filename: str, data: bytes) -> StoredProgram:
         """Store an upload under a new id (blocking: file I/O).
 
         Raises:
             UploadRejectedException: not a non-empty ``.py`` UTF-8 text file.
         """
-        name = _clean_name(filename)
-        if not data.strip():
-            raise UploadRejectedException(f"The uploaded program {name!r} is empty.")
+        upload = self.begin_upload(filename)
         try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise UploadRejectedException(
-                f"The uploaded program {name!r} is not UTF-8 text (upload the .py source).") from None
-        path = self.directory() / f"{uuid.uuid4().hex}_{name}"
-        path.write_bytes(data)
-        return self._describe(path)
-
-    @staticmethod
-    def _describe(path: Path) -> StoredProgram:
-        return StoredProgram(path.name, path.name.split("_", 1)[1], path,
-                             int(path.stat().st_mtime * 1000))
+            upload.write(data)
+            return upload.commit()
+        finally:
+            upload.abort()
 
     def programs(self) -> list[StoredProgram]:
         """Stored programs, newest first (blocking)."""
@@ -102,7 +197,7 @@ class JarStore:
         for path in self.directory().iterdir():
             if _ID.match(path.name) and path.is_file():
                 try:
-                    programs.append(self._describe(path))
+                    programs.append(_describe(path))
                 except OSError:  # deleted meanwhile
                     continue
         programs.sort(key=lambda p: (p.uploaded_ms, p.id), reverse=True)
@@ -117,7 +212,7 @@ class JarStore:
         path = self.directory() / jar_id
         if not path.is_file():
             raise JarNotFoundException(f"No uploaded program with id {jar_id!r}.")
-        return self._describe(path)
+        return _describe(path)
 
     def delete(self, jar_id: str) -> None:
         """Raises ``JarNotFoundException`` for a malformed or unknown id."""

@@ -6,8 +6,10 @@ Flink serves a log file whole. flintlock also pages it, since files are read in 
 - no paging parameters: the whole file, streamed chunk by chunk up to its size at the first read;
 - ``start`` (alias ``offset``; negative counts from the end) and ``count`` (alias ``length``,
   at most 1 MiB): that range;
-- ``Range: bytes=a-b`` / ``bytes=a-`` / ``bytes=-n``: that range as 206 Partial Content
-  (416 past the end).
+- ``Range: bytes=a-b`` / ``bytes=a-`` / ``bytes=-n``: that range as 206 Partial Content;
+  416 Range Not Satisfiable with ``Content-Range: bytes */<size>`` when ``a >= size`` or
+  ``n == 0`` (RFC 9110 14.1.1; positions of more than 18 digits are past the end of any file and
+  are never converted whole); 400 for anything else (other units, several ranges, ``b < a``).
 
 Every answer is ``text/plain; charset=utf-8`` with ``X-Log-Size`` (file size in bytes),
 ``X-Log-Start`` and ``X-Log-End`` (exclusive) headers; ``download=true`` adds
@@ -32,6 +34,10 @@ LogReader = Callable[[int, int], Awaitable[LogChunk]]
 
 _MEDIA_TYPE = "text/plain; charset=utf-8"
 _RANGE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$")
+#: a byte position of more digits than this is read as ``_BEYOND_ANY_FILE``
+_MAX_POSITION_DIGITS = 18
+#: past the end of any log file, and still a 64-bit integer over the wire
+_BEYOND_ANY_FILE = 10**_MAX_POSITION_DIGITS
 
 
 def _headers(chunk: LogChunk, download: bool, end: int | None = None) -> dict[str, str]:
@@ -46,18 +52,36 @@ def _headers(chunk: LogChunk, download: bool, end: int | None = None) -> dict[st
     return headers
 
 
+def _position(digits: str) -> int:
+    """A byte position from its digits; more than 18 digits: ``_BEYOND_ANY_FILE``."""
+    digits = digits.lstrip("0") or "0"
+    return _BEYOND_ANY_FILE if len(digits) > _MAX_POSITION_DIGITS else int(digits)
+
+
 def _parse_range(header: str) -> tuple[int, int | None]:
-    """``bytes=a-b`` -> (a, b+1 - a); ``bytes=a-`` -> (a, None); ``bytes=-n`` -> (-n, None)."""
+    """``bytes=a-b`` -> (a, b+1 - a); ``bytes=a-`` -> (a, None); ``bytes=-n`` -> (-n, None).
+
+    Positions are bounded by ``_BEYOND_ANY_FILE``; ``bytes=-0`` (satisfiable by no file) is
+    ``(_BEYOND_ANY_FILE, None)``.
+
+    Raises:
+        RestHandlerException: 400 for a malformed header or ``b < a``.
+    """
     m = _RANGE.match(header)
     if not m or (not m.group(1) and not m.group(2)):
         raise RestHandlerException(400, f"Bad request, invalid Range header {header[:100]!r} "
                                         "(expected bytes=<first>-<last>).")
     first, last = m.group(1), m.group(2)
     if not first:
-        return -int(last), None
-    if last and int(last) < int(first):
+        suffix = _position(last)
+        return (-suffix if suffix else _BEYOND_ANY_FILE), None
+    start = _position(first)
+    if not last:
+        return start, None
+    end = _position(last)
+    if end < start:
         raise RestHandlerException(400, f"Bad request, invalid Range header {header[:100]!r}.")
-    return int(first), (int(last) + 1 - int(first)) if last else None
+    return start, end + 1 - start
 
 
 async def log_file_response(read: LogReader, request: Request, start: int | None,
@@ -66,6 +90,7 @@ async def log_file_response(read: LogReader, request: Request, start: int | None
 
     Raises:
         RestHandlerException: 400 for a negative ``count`` or a malformed ``Range``.
+        Exception: whatever ``read`` raises.
     """
     if count is not None and count < 0:
         raise RestHandlerException(400, "Bad request, invalid query parameter count: must be >= 0.")
@@ -75,8 +100,8 @@ async def log_file_response(read: LogReader, request: Request, start: int | None
         return Response(chunk.data, media_type=_MEDIA_TYPE, headers=_headers(chunk, download))
     if range_header:
         range_start, length = _parse_range(range_header)
-        chunk = await read(range_start, MAX_LOG_CHUNK_BYTES if length is None else length)
-        if range_start >= 0 and range_start >= chunk.size and chunk.size > 0:
+        chunk = await read(range_start, min(MAX_LOG_CHUNK_BYTES, length or MAX_LOG_CHUNK_BYTES))
+        if range_start >= chunk.size:
             return Response(status_code=416, headers={"Content-Range": f"bytes */{chunk.size}"})
         headers = _headers(chunk, download)
         headers["Content-Range"] = (f"bytes {chunk.start}-{max(chunk.start, chunk.end - 1)}/"

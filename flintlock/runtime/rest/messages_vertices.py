@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
+from flintlock.config.sensitive import hidden_items
 from flintlock.runtime.executiongraph.archived import (
     ArchivedExecution,
     ArchivedExecutionGraph,
@@ -51,8 +52,9 @@ def task_log_url(task_manager: str, job_id: JobID | str, attempt_id: ExecutionAt
 
 def job_config_info(graph: ArchivedExecutionGraph) -> dict[str, Any]:
     """``GET /jobs/:jobid/config`` (Flink ``JobConfigInfo``); ``user-config`` is the job's
-    configuration, ``job-parallelism`` its ``parallelism.default`` (else its largest vertex)."""
-    conf = {str(k): str(v) for k, v in graph.configuration.items()}
+    configuration with sensitive values hidden (``config.sensitive``), ``job-parallelism`` its
+    ``parallelism.default`` (else its largest vertex)."""
+    conf = hidden_items(graph.configuration)
     try:
         parallelism = int(conf.get("parallelism.default", ""))
     except ValueError:

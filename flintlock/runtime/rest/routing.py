@@ -75,7 +75,7 @@ class FlinkRoute(APIRoute):
             try:
                 return await handler(request)
             except Exception as exc:
-                return error_response(exc)
+                return error_response(exc, request.url.path)
 
         return flink_handler
 

@@ -22,13 +22,16 @@ Python ``major.minor`` or pyspark version differs from the cluster's; 409 for a 
 is already running or finished. Errors are Flink's ``{"errors": ["..."]}``.
 
 ``deserialize_job_graph`` unpickles with a restricted ``Unpickler``: only classes defined in
-``flintlock`` modules, a few safe builtins and ``collections`` containers may be loaded. The
+``flintlock`` modules, a few safe builtins and ``collections`` containers may be loaded, and no
+flintlock constructor runs: objects are allocated with ``object.__new__`` and get their fields
+set, and the only callables a pickle may call are safe builtins, containers and enum lookups. The
 invokable payloads inside (cloudpickled user functions) stay opaque bytes; they are unpickled
 only inside Task threads on the TaskManagers.
 """
 
 from __future__ import annotations
 
+import enum
 import importlib.metadata
 import io
 import pickle
@@ -73,8 +76,27 @@ def serialize_job_graph(job_graph: JobGraph) -> bytes:
     return pickle.dumps(job_graph, protocol=_PICKLE_PROTOCOL)
 
 
-class _RestrictedUnpickler(pickle.Unpickler):
-    """Loads only flintlock classes, safe builtins and collections containers."""
+def _is_flintlock_class(obj: Any) -> bool:
+    """A class defined in flintlock (not a re-export of another library's callable, such as
+    ``os.system`` imported into a flintlock module)."""
+    return isinstance(obj, type) and (obj.__module__ or "").split(".")[0] == "flintlock"
+
+
+def _may_call(func: Any) -> bool:
+    """Callables a submitted pickle may call (REDUCE): safe builtins, collections containers and
+    enum lookups (``JobType("BATCH")``). No other constructor runs while decoding: ordinary
+    objects are created with ``cls.__new__`` and their state set without ``__init__``."""
+    if isinstance(func, type) and issubclass(func, enum.Enum):
+        return True
+    return (getattr(func, "__module__", None) in ("builtins", "collections")
+            and getattr(func, "__name__", None) in _SAFE_BUILTINS | _SAFE_COLLECTIONS)
+
+
+class _RestrictedUnpickler(pickle._Unpickler):  # the Python unpickler: its opcodes can be checked
+    """Loads flintlock classes, safe builtins and collections containers, without running any
+    flintlock constructor (``LogDirectory(path)`` would create a directory)."""
+
+    dispatch = dict(pickle._Unpickler.dispatch)
 
     def find_class(self, module: str, name: str) -> Any:
         if module == "builtins" and name in _SAFE_BUILTINS:
@@ -89,14 +111,50 @@ class _RestrictedUnpickler(pickle.Unpickler):
             and not name.startswith("__")
         ):
             obj = super().find_class(module, name)
-            # Only classes defined in flintlock itself: a module-level re-export of another
-            # library's callable (``os.system`` imported into a flintlock module) is refused.
-            if isinstance(obj, type) and (obj.__module__ or "").split(".")[0] == "flintlock":
+            if _is_flintlock_class(obj):
                 return obj
         raise JobGraphDecodeError(
             f"a submitted JobGraph may only contain flintlock classes, builtin values and "
             f"collections containers; it references {module}.{name}"
         )
+
+    def _refuse_call(self, func: Any) -> None:
+        name = getattr(func, "__qualname__", type(func).__name__)
+        raise JobGraphDecodeError(
+            f"a submitted JobGraph may not call {getattr(func, '__module__', '?')}.{name} while "
+            "it is decoded; flintlock objects are restored from their fields only")
+
+    def load_reduce(self) -> None:
+        func = self.stack[-2]
+        if not _may_call(func):
+            self._refuse_call(func)
+        super().load_reduce()
+
+    def load_newobj(self) -> None:
+        self._check_new(self.stack[-2])
+        super().load_newobj()
+
+    def load_newobj_ex(self) -> None:
+        self._check_new(self.stack[-3])
+        super().load_newobj_ex()
+
+    def _check_new(self, cls: Any) -> None:
+        # object.__new__ (or a builtin's) only allocates; a class's own __new__ could do anything
+        if not isinstance(cls, type) or not (cls.__new__ is object.__new__ or _may_call(cls)
+                                             or issubclass(cls, enum.Enum)):
+            self._refuse_call(cls)
+
+    def load_inst(self) -> None:  # protocol 0/1 INST and OBJ call a class: never allowed
+        raise JobGraphDecodeError("a submitted JobGraph may not use the INST or OBJ pickle "
+                                  "opcodes; write it with serialize_job_graph")
+
+    load_obj = load_inst
+
+    dispatch[pickle.REDUCE[0]] = load_reduce
+    dispatch[pickle.NEWOBJ[0]] = load_newobj
+    dispatch[pickle.NEWOBJ_EX[0]] = load_newobj_ex
+    dispatch[pickle.INST[0]] = load_inst
+    dispatch[pickle.OBJ[0]] = load_obj
 
 
 def deserialize_job_graph(data: bytes) -> JobGraph:

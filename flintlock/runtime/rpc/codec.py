@@ -13,6 +13,10 @@ One gRPC method (``/flintlock.Rpc/Call``, bytes in, bytes out) carries every cal
         TAG_rep = HMAC-SHA256(K, "flintlock-rpc/1 reply\\0" || TAG_req || P_rep)
     K = HMAC-SHA256(security.cluster.secret, "flintlock rpc key v1")      (see ``auth.py``)
 
+Every call also carries a call token in its metadata (``x-flintlock-auth``, see ``auth.py`` and
+``call_auth.py``), which the server checks before it reads the body; bodies are bounded by
+``rpc.framesize`` (``MAX_MESSAGE_BYTES`` by default) on both sides.
+
 Rules:
 - A body is unpickled only after its tag verified (``hmac.compare_digest``): nothing is unpickled
   from a peer that does not know the cluster secret.
@@ -65,7 +69,8 @@ __all__ = [
 
 WIRE_VERSION = 2
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
-"""Largest request or reply body (bytes); gRPC's send/receive limits are set to it."""
+"""Default largest request or reply body (bytes), the default of ``rpc.framesize``; a
+``GrpcRpcService`` sets gRPC's send/receive limits to its configured value."""
 
 _MAGIC = "flintlock-rpc"
 _PICKLE_PROTOCOL = 5
@@ -268,14 +273,20 @@ def loads(data: bytes | memoryview) -> Any:
 # ---- requests and replies ----------------------------------------------------------------------
 
 
-def encode_request(auth: RpcAuthenticator, request: RpcRequest) -> tuple[bytes, bytes]:
+def encode_request(auth: RpcAuthenticator, request: RpcRequest,
+                   limit: int = MAX_MESSAGE_BYTES) -> tuple[bytes, bytes]:
     """Encode and tag a request.
+
+    Args:
+        auth: signs the body.
+        request: what to send.
+        limit: largest body in bytes (the sender's ``rpc.framesize``).
 
     Returns:
         ``(body, tag)``; keep ``tag`` to verify the reply with ``decode_reply``.
 
     Raises:
-        CodecError: an argument cannot be pickled, or the body exceeds ``MAX_MESSAGE_BYTES``.
+        CodecError: an argument cannot be pickled, or the body exceeds ``limit`` bytes.
     """
     try:
         payload = dumps((_MAGIC, WIRE_VERSION, request.kind.value, request.endpoint_id,
@@ -283,9 +294,9 @@ def encode_request(auth: RpcAuthenticator, request: RpcRequest) -> tuple[bytes, 
                          request.fencing_token))
     except CodecError as exc:
         raise CodecError(f"cannot encode the arguments of {request.method}: {exc}") from exc
-    if len(payload) + MAC_SIZE > MAX_MESSAGE_BYTES:
-        raise CodecError(f"the request {request.method} is {len(payload)} bytes, above the limit "
-                         f"of {MAX_MESSAGE_BYTES} bytes")
+    if len(payload) + MAC_SIZE > limit:
+        raise CodecError(f"the request {request.method} is {len(payload) + MAC_SIZE} bytes, "
+                         f"above the limit of {limit} bytes (rpc.framesize)")
     tag = auth.request_tag(payload)
     return tag + payload, tag
 
@@ -350,18 +361,20 @@ def decode_request(auth: RpcAuthenticator, body: bytes) -> tuple[RpcRequest, byt
     return decode_request_payload(payload), tag
 
 
-def encode_reply(auth: RpcAuthenticator, request_tag: bytes, reply: RpcReply) -> bytes:
+def encode_reply(auth: RpcAuthenticator, request_tag: bytes, reply: RpcReply,
+                 limit: int = MAX_MESSAGE_BYTES) -> bytes:
     """Encode and tag a reply to the request tagged ``request_tag``.
 
-    A result that cannot be pickled (or is too large) becomes an ERROR reply carrying a
-    ``CodecError``, so the caller learns why instead of timing out.
+    A result that cannot be pickled (or whose body would exceed ``limit`` bytes, the sender's
+    ``rpc.framesize``) becomes an ERROR reply carrying a ``CodecError``, so the caller learns why
+    instead of timing out.
     """
     if reply.status is ReplyStatus.OK:
         try:
             payload = dumps(("ok", reply.value))
-            if len(payload) + MAC_SIZE > MAX_MESSAGE_BYTES:
-                raise CodecError(f"the reply is {len(payload)} bytes, above the limit of "
-                                 f"{MAX_MESSAGE_BYTES} bytes")
+            if len(payload) + MAC_SIZE > limit:
+                raise CodecError(f"the reply is {len(payload) + MAC_SIZE} bytes, above the "
+                                 f"limit of {limit} bytes (rpc.framesize)")
         except CodecError as exc:
             payload = _encode_error(WireError.from_exception(
                 CodecError(f"cannot encode the reply: {exc}")))

@@ -15,9 +15,13 @@ run on it unchanged:
   like Flink's local actor calls; the behaviour is exactly ``InProcRpcService``'s.
 
 One generic gRPC method ``/flintlock.Rpc/Call`` (bytes in, bytes out) carries every call; ``codec``
-defines the bytes. Every request and reply is authenticated with the cluster secret before
-anything is unpickled (``auth``). A handler's exception comes back as the same class when it is a
-message-constructible ``FlintlockException`` subclass (``FencingTokenMismatch``,
+defines the bytes. Authentication with the cluster secret has two levels (``auth``): every call's
+metadata carries a call token that ``call_auth.CallAuthInterceptor`` checks before the request
+body is read (a peer without the secret gets ``UNAUTHENTICATED`` and cannot make this process
+buffer a body), and every request and reply body carries an HMAC tag that is checked before
+anything is unpickled. Bodies are bounded by ``max_message_bytes`` (``rpc.framesize``) on both
+sides; a larger one fails with ``CodecError``. A handler's exception comes back as the same class
+when it is a message-constructible ``FlintlockException`` subclass (``FencingTokenMismatch``,
 ``SlotAllocationException``, ``JobSubmissionException``, ...), otherwise as ``RemoteError``.
 
 Ordering: calls from one process to one endpoint are independent gRPC calls; unlike in process,
@@ -35,7 +39,9 @@ import grpc
 import grpc.aio
 
 from flintlock.runtime.concurrency import run_blocking
+from flintlock.runtime.net.ssl_utils import PemFiles
 from flintlock.runtime.rpc.auth import RpcAuthenticationError, RpcAuthenticator, resolve_secret
+from flintlock.runtime.rpc.call_auth import CallAuthInterceptor, call_metadata
 from flintlock.runtime.rpc.codec import (
     MAX_MESSAGE_BYTES,
     CodecError,
@@ -72,18 +78,38 @@ _OFFLOAD_BYTES = 1 << 20  # decode bodies above 1 MiB in a worker thread
 _SHUTDOWN_GRACE_S = 1.5
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
-_COMMON_OPTIONS: list[tuple[str, Any]] = [
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES + 1024),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES + 1024),
+_MAX_METADATA_BYTES = 16 * 1024  # largest request headers accepted (a call token is ~115 bytes)
+_MIN_MESSAGE_BYTES = 1024
+_MAX_MESSAGE_LIMIT = 2**31 - 1 - 1024  # gRPC's limits are int32
+_SERVER_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.so_reuseport", 0),  # a taken port is an error
+    ("grpc.max_metadata_size", _MAX_METADATA_BYTES),
 ]
-_SERVER_OPTIONS = [*_COMMON_OPTIONS, ("grpc.so_reuseport", 0)]  # a taken port is an error
-_CHANNEL_OPTIONS = [
-    *_COMMON_OPTIONS,
+_CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     # reconnect quickly to a peer that comes back (e.g. a TaskManager started before its JobManager)
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
 ]
+
+
+def _size_options(max_message_bytes: int) -> list[tuple[str, Any]]:
+    # a little slack above the codec's own check (which counts the whole body)
+    return [("grpc.max_send_message_length", max_message_bytes + 1024),
+            ("grpc.max_receive_message_length", max_message_bytes + 1024)]
+
+
+def _credentials(tls: PemFiles | None) -> tuple[grpc.ServerCredentials | None,
+                                                 grpc.ChannelCredentials | None]:
+    """Mutual-TLS server and channel credentials from ``tls`` (None, None without TLS)."""
+    if tls is None:
+        return None, None
+    chain, key = tls.certificate_chain_and_key()
+    roots = tls.truststore_bytes()
+    return (grpc.ssl_server_credentials([(key, chain)], root_certificates=roots,
+                                        require_client_auth=True),
+            grpc.ssl_channel_credentials(root_certificates=roots, private_key=key,
+                                         certificate_chain=chain))
 
 
 def format_address(host: str, port: int, endpoint_id: str = "") -> str:
@@ -170,10 +196,17 @@ class GrpcRpcService:
         advertised_host: the host put into registered addresses (what peers connect to); defaults
             to ``bind_host``.
         timeout_s: default deadline of a call (``rpc.ask-timeout``), seconds.
+        tls: mutual TLS material (``security.ssl.internal.*``, ``net.ssl_utils``): the server
+            requires client certificates chaining to its truststore and channels verify the
+            server's; None: plain TCP (the cluster secret still authenticates every call).
+        max_message_bytes: largest request or reply body this service sends or accepts, bytes
+            (``rpc.framesize``, Flink's ``pekko.framesize``); only callers whose call token
+            verified can make the server read a body at all.
 
     Raises:
-        ValueError: ``secret`` is ``None`` (or empty) and ``bind_host`` is not a loopback address;
-            the message says to set ``security.cluster.secret``.
+        ValueError: ``secret`` is ``None`` (or empty) and ``bind_host`` is not a loopback address
+            (the message says to set ``security.cluster.secret``), or ``max_message_bytes`` is
+            below 1 KiB or above 2 GiB - 1 KiB - 1.
     """
 
     def __init__(
@@ -184,9 +217,16 @@ class GrpcRpcService:
         secret: str | None,
         advertised_host: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+        tls: PemFiles | None = None,
     ) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"invalid RPC port {port}")
+        if not _MIN_MESSAGE_BYTES <= max_message_bytes <= _MAX_MESSAGE_LIMIT:
+            raise ValueError(f"rpc.framesize must be between {_MIN_MESSAGE_BYTES} and "
+                             f"{_MAX_MESSAGE_LIMIT} bytes, not {max_message_bytes}")
+        self._max_message_bytes = max_message_bytes
+        self._server_credentials, self._channel_credentials = _credentials(tls)
         self._auth = RpcAuthenticator(resolve_secret(secret, bind_host))
         self._bind_host = bind_host
         self._requested_port = port
@@ -216,7 +256,10 @@ class GrpcRpcService:
             raise RuntimeError("GrpcRpcService is closed")
         if self._server is not None:
             return
-        server = grpc.aio.server(options=_SERVER_OPTIONS)
+        server = grpc.aio.server(
+            interceptors=(CallAuthInterceptor(self._auth),),  # before any body is read
+            options=[*_SERVER_OPTIONS, *_size_options(self._max_message_bytes)],
+        )
         handler = grpc.unary_unary_rpc_method_handler(self._handle)  # bytes in/out: no serializers
         service, _, method = RPC_METHOD.strip("/").partition("/")
         server.add_generic_rpc_handlers(
@@ -224,7 +267,10 @@ class GrpcRpcService:
         )
         target = _target(self._bind_host, self._requested_port)
         try:
-            bound = server.add_insecure_port(target)
+            if self._server_credentials is None:
+                bound = server.add_insecure_port(target)
+            else:
+                bound = server.add_secure_port(target, self._server_credentials)
         except RuntimeError as exc:
             raise RuntimeError(f"cannot bind the RPC server to {target}: {exc}") from exc
         if not bound:
@@ -371,23 +417,29 @@ class GrpcRpcService:
             raise RecipientUnreachable("the RPC service is closed")
         channel = self._channels.get(target)
         if channel is None:
-            channel = grpc.aio.insecure_channel(target, options=_CHANNEL_OPTIONS)
+            options = [*_CHANNEL_OPTIONS, *_size_options(self._max_message_bytes)]
+            if self._channel_credentials is None:
+                channel = grpc.aio.insecure_channel(target, options=options)
+            else:
+                channel = grpc.aio.secure_channel(target, self._channel_credentials,
+                                                  options=options)
             self._channels[target] = channel
         return channel
 
     async def _invoke(self, target: str, address: str, request: RpcRequest, timeout_s: float,
                       what: str) -> Any:
         """Send ``request`` and return the handler's result (or raise its error)."""
-        body, tag = encode_request(self._auth, request)
+        body, tag = encode_request(self._auth, request, self._max_message_bytes)
         return await self._exchange(target, address, body, tag, timeout_s, what)
 
     async def _exchange(self, target: str, address: str, body: bytes, tag: bytes,
                         timeout_s: float, what: str) -> Any:
         call = self._channel(target).unary_unary(RPC_METHOD)
         try:
-            reply_body = await call(body, timeout=timeout_s)
+            reply_body = await call(body, timeout=timeout_s,
+                                    metadata=call_metadata(self._auth, RPC_METHOD))
         except grpc.aio.AioRpcError as err:
-            raise _call_error(err, what, address, timeout_s) from None
+            raise _call_error(err, what, address, timeout_s, self._max_message_bytes) from None
         if len(reply_body) > _OFFLOAD_BYTES:
             reply = await run_blocking(decode_reply, self._auth, tag, reply_body)
         else:
@@ -402,7 +454,7 @@ class GrpcRpcService:
     def _send_oneway(self, target: str, address: str, request: RpcRequest, timeout_s: float,
                      what: str) -> None:
         """Encode now (an unencodable argument raises ``CodecError`` here); send in background."""
-        body, tag = encode_request(self._auth, request)
+        body, tag = encode_request(self._auth, request, self._max_message_bytes)
         if self._closed:
             return
 
@@ -423,6 +475,7 @@ class GrpcRpcService:
     # ---- server side -----------------------------------------------------------------------------
 
     async def _handle(self, body: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        # the call token in the metadata was verified (CallAuthInterceptor) before ``body`` was read
         try:
             tag, payload = verify_request(self._auth, body)
         except RpcAuthenticationError as exc:
@@ -440,9 +493,9 @@ class GrpcRpcService:
                 request = decode_request_payload(payload)
         except CodecError as exc:
             log.warning("Cannot decode an RPC call from %s: %s", context.peer(), exc)
-            return encode_reply(self._auth, tag, RpcReply.failed(exc))
+            return encode_reply(self._auth, tag, RpcReply.failed(exc), self._max_message_bytes)
         reply = await self._serve(request)
-        return encode_reply(self._auth, tag, reply)
+        return encode_reply(self._auth, tag, reply, self._max_message_bytes)
 
     async def _serve(self, request: RpcRequest) -> RpcReply:
         endpoint = self._endpoints.get(request.endpoint_id)
@@ -483,7 +536,8 @@ class GrpcRpcService:
         return f"GrpcRpcService({where}, {len(self._endpoints)} endpoint(s))"
 
 
-def _call_error(err: grpc.aio.AioRpcError, what: str, address: str, timeout_s: float) -> Exception:
+def _call_error(err: grpc.aio.AioRpcError, what: str, address: str, timeout_s: float,
+                limit: int) -> Exception:
     """The flintlock exception for a failed gRPC call."""
     code, details = err.code(), err.details()
     if code is grpc.StatusCode.DEADLINE_EXCEEDED:
@@ -497,6 +551,6 @@ def _call_error(err: grpc.aio.AioRpcError, what: str, address: str, timeout_s: f
             "security.cluster.secret on every JobManager and TaskManager"
         )
     if code is grpc.StatusCode.RESOURCE_EXHAUSTED:
-        return CodecError(f"{what} to {address}: message too large ({details}); the limit is "
-                          f"{MAX_MESSAGE_BYTES} bytes")
+        return CodecError(f"{what} to {address}: message too large ({details}); this process's "
+                          f"limit is {limit} bytes, the peer's may be lower (rpc.framesize)")
     return RpcException(f"{what} to {address} failed: {code.name}: {details}")

@@ -32,6 +32,7 @@ from typing import Any
 
 from flintlock.config import Configuration
 from flintlock.config.options import TM_CPU_CORES
+from flintlock.config.sensitive import hide_credentials
 
 __all__ = [
     "DEFAULT_GC",
@@ -307,7 +308,7 @@ class SparkSessionProvider:
             port = _start_local_server(str(remote), settings)
             url = f"sc://localhost:{port}"
             runtime = {k: v for k, v in settings.items() if k.startswith("spark.sql.")}
-        self._master = str(remote)
+        self._master = hide_credentials(str(remote))  # shown by REST: no Connect token
         if str(remote).startswith("sc://"):
             session = ConnectSession.builder.channelBuilder(_remote_channel(url)).create()
         else:
@@ -318,7 +319,7 @@ class SparkSessionProvider:
             session.conf._set_all(configs=runtime, silent=True)
         _providers.add(self)
         _register_atexit()
-        log.info("Spark Connect session %s on %s", session.session_id, url)
+        log.info("Spark Connect session %s on %s", session.session_id, hide_credentials(url))
         return session
 
     def describe(self) -> dict[str, str]:

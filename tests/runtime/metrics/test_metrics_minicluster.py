@@ -45,7 +45,7 @@ def test_task_metrics_of_a_finished_job(spark_provider: Any, tmp_path: Path) -> 
         assert result.application_status == "SUCCEEDED", result.failure
         app = create_app(cluster.dispatcher_gateway, Configuration(), secret=None)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                     base_url="http://rest") as rest:
+                                     base_url="http://localhost") as rest:
             vertex = f"/jobs/{job.job_id}/vertices"
             agg = (await rest.get(f"{vertex}/{source.id}/subtasks/metrics",
                                   params={"get": "numRecordsOut,numBytesOut", "agg": "sum"})).json()

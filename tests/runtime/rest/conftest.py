@@ -60,7 +60,8 @@ def _make_harness(conf: dict[str, Any] | None = None, secret: str | None = SECRE
 
         gateway = portal.call(start)
         client = TestClient(create_app(gateway, Configuration(conf or {}), secret=secret,
-                                       now_ms=lambda: NOW_MS, **app))
+                                       now_ms=lambda: NOW_MS, **app),
+                            base_url="http://localhost")
         client.portal = portal  # run requests in the dispatcher's loop
         try:
             yield RestHarness(client, endpoint, secret)

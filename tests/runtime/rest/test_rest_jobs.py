@@ -170,7 +170,8 @@ def test_one_taskmanager_and_unknown_id(rest, prefix):
 
 @PREFIXES
 def test_delete_cluster_shuts_the_dispatcher_down(rest, prefix):
-    r = rest.client.delete(f"{prefix}/cluster")
+    r = rest.client.delete(f"{prefix}/cluster",
+                           headers={"Authorization": f"Bearer {rest.secret}"})
     assert r.status_code == 202
     assert r.json() == {}
     assert len(rest.calls("shutdown_cluster")) == 1

@@ -26,7 +26,7 @@ async def test_failed_attempt_log_and_task_manager_metrics(cluster: MiniCluster)
     assert result.application_status == "FAILED"
     app = create_app(cluster.dispatcher_gateway, Configuration(), secret=None)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                 base_url="http://rest") as rest:
+                                 base_url="http://localhost") as rest:
         failed = []
         for index in (0, 1):
             attempt = (await rest.get(

@@ -94,6 +94,49 @@ def test_codec_refuses_non_flintlock_globals(payload):
         deserialize_job_graph(payload)
 
 
+class _Constructs:
+    """Pickles as a call of ``cls(*args)``: what an attacker sends to run a constructor."""
+
+    def __init__(self, cls, *args):
+        self.cls, self.args = cls, args
+
+    def __reduce__(self):
+        return (self.cls, self.args)
+
+
+def test_codec_runs_no_flintlock_constructor_with_side_effects(tmp_path):
+    from flintlock.runtime.logs.files import LogDirectory
+    from flintlock.runtime.rest.jar_store import JarStore
+
+    for cls in (LogDirectory, JarStore):
+        target = tmp_path / cls.__name__
+        with pytest.raises(JobGraphDecodeError, match=f"may not call .*{cls.__name__}"):
+            deserialize_job_graph(pickle.dumps(_Constructs(cls, str(target))))
+        assert not target.exists()  # nothing was created
+
+
+def test_codec_refuses_old_protocol_constructor_calls(tmp_path):
+    from flintlock.runtime.logs.files import LogDirectory
+
+    target = tmp_path / "made-by-inst"
+    for protocol in (0, 1):
+        with pytest.raises(JobGraphDecodeError):
+            deserialize_job_graph(pickle.dumps(_Constructs(LogDirectory, str(target)), protocol))
+    inst = b"(V" + str(target).encode() + b"\niflintlock.runtime.logs.files\nLogDirectory\n."
+    with pytest.raises(JobGraphDecodeError, match="INST or OBJ"):
+        deserialize_job_graph(inst)
+    assert not target.exists()
+    # the same bytes do construct a LogDirectory with an unrestricted unpickler
+    pickle.loads(inst)
+    assert target.exists()
+
+
+def test_codec_loads_enums():
+    payload = pickle.dumps(_Constructs(ShipStrategy, ShipStrategy.FORWARD.value))
+    with pytest.raises(JobGraphDecodeError, match="holds a ShipStrategy, not a JobGraph"):
+        deserialize_job_graph(payload)
+
+
 def test_codec_refuses_other_objects_and_garbage():
     with pytest.raises(JobGraphDecodeError, match="not a JobGraph"):
         deserialize_job_graph(pickle.dumps({"a": 1}))
@@ -113,7 +156,7 @@ def test_version_check_names_both_versions():
 
 
 def test_multipart_parser_keeps_binary_parts_exact():
-    body = (b"preamble\r\n--xyz\r\nContent-Disposition: form-data; name=\"request\"\r\n\r\n{}\r\n"
+    body = (b"--xyz\r\nContent-Disposition: form-data; name=\"request\"\r\n\r\n{}\r\n"
             b"--xyz\r\nContent-Disposition: form-data; name=\"f\"; filename=\"job.graph\"\r\n"
             b"Content-Type: application/octet-stream\r\n\r\n\r\n--xy\r\n\x00\r\n--xyz--\r\n")
     request, file = parse_multipart(body, "xyz")

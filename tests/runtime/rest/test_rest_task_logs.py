@@ -42,7 +42,7 @@ def test_failed_attempt_log_is_reachable_from_its_subtask(spark_provider: Any, t
         assert result.application_status == "FAILED"
         app = create_app(cluster.dispatcher_gateway, Configuration(), secret=None)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                     base_url="http://rest") as rest:
+                                     base_url="http://localhost") as rest:
             # the exception history names the TaskManager; the subtask names the log
             (entry,) = (await rest.get(f"/jobs/{failing.job_id}/exceptions")).json()[
                 "exceptionHistory"]["entries"]

@@ -1,11 +1,15 @@
-"""Cluster handlers: ``/config``, ``/overview``, ``DELETE /cluster`` (TaskManagers: ``taskmanagers``)."""
+"""Cluster handlers: ``/config``, ``/overview``, ``DELETE /cluster`` (needs the cluster secret;
+TaskManagers: ``taskmanagers``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from fastapi import Request
+
 from flintlock.runtime.rest import messages
 from flintlock.runtime.rest.routing import Ctx, new_router
+from flintlock.runtime.rest.security import authenticate
 
 __all__ = ["router"]
 
@@ -24,7 +28,9 @@ async def cluster_overview(ctx: Ctx) -> dict[str, Any]:
     return messages.cluster_overview(overview, ctx.flink_version, ctx.flink_revision)
 
 
-@router.delete("/cluster", status_code=202, tags=["cluster"], summary="Shuts down the cluster.")
-async def shutdown_cluster(ctx: Ctx) -> dict[str, Any]:
+@router.delete("/cluster", status_code=202, tags=["cluster"],
+               summary="Shuts down the cluster (needs the secret).")
+async def shutdown_cluster(request: Request, ctx: Ctx) -> dict[str, Any]:
+    authenticate(request, ctx.secret, "Shutting down the cluster")
     await ctx.dispatcher.shutdown_cluster()
     return {}

@@ -4,13 +4,15 @@
 ``web.submit.enable: false`` answers 403 on all of them (and ``/config`` reports
 ``web-submit: false``). Upload, run and delete run or change code on the JobManager host, so
 they require ``Authorization: Bearer <security.cluster.secret>`` like ``POST /jobs`` (checked
-before any byte of the body is read). Uploads are bounded by ``rest.server.max-content-length``.
-Storage: ``jar_store``; running: ``jar_runner``.
+before any byte of the body is read). Uploads are bounded by ``rest.server.max-content-length``
+(413 once more was sent, before more is read) and streamed: the body is parsed as it arrives
+(``multipart.FilePartParser``, in a worker thread, a batch of ``_UPLOAD_BATCH_BYTES`` at a time)
+and the program written to a temporary file in the store's directory, renamed into place when
+complete and valid (``jar_store.ProgramUpload``). Storage: ``jar_store``; running: ``jar_runner``.
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 from typing import Annotated, Any
@@ -19,12 +21,20 @@ from fastapi import Query, Request
 
 from flintlock.config.options import CLIENT_TIMEOUT, WEB_SUBMIT
 from flintlock.runtime.concurrency import run_blocking
+from flintlock.runtime.net.ssl_utils import rest_client_settings, rest_scheme
 from flintlock.runtime.rest.errors import RestHandlerException
 from flintlock.runtime.rest.jar_runner import JarRunException, parse_run_request, run_program
-from flintlock.runtime.rest.jar_store import JarNotFoundException, UploadRejectedException
-from flintlock.runtime.rest.multipart import MultipartError, boundary_of, parse_multipart
+from flintlock.runtime.rest.jar_store import (
+    JarNotFoundException,
+    JarStore,
+    ProgramUpload,
+    StoredProgram,
+    UploadRejectedException,
+)
+from flintlock.runtime.rest.multipart import FilePartParser, MultipartError, boundary_of
 from flintlock.runtime.rest.observability import Obs
 from flintlock.runtime.rest.routing import Ctx, RestContext, new_router
+from flintlock.runtime.rest.security import authenticate
 
 __all__ = ["router"]
 
@@ -34,6 +44,8 @@ router = new_router()
 
 #: Flink's form field of the uploaded file
 UPLOAD_FIELD = "jarfile"
+#: body bytes gathered on the event loop before a worker thread parses and writes them
+_UPLOAD_BATCH_BYTES = 256 * 1024
 
 _UPLOAD_BODY = {
     "requestBody": {
@@ -56,35 +68,82 @@ def _check_enabled(ctx: RestContext) -> None:
 
 def _authenticate(request: Request, ctx: RestContext) -> None:
     _check_enabled(ctx)
-    challenge = {"WWW-Authenticate": 'Bearer realm="flintlock"'}
-    if ctx.secret is None:
-        raise RestHandlerException(
-            401, "Web submission needs the cluster's security.cluster.secret, and this cluster "
-                 "has none.", challenge)
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(
-        token.strip().encode("utf-8"), ctx.secret.encode("utf-8")
-    ):
-        raise RestHandlerException(
-            401, "Uploading, running and deleting programs requires the header "
-                 "'Authorization: Bearer <cluster secret>' (security.cluster.secret; for "
-                 "`flintlock cluster start` the file 'secret' in its state directory).", challenge)
+    authenticate(request, ctx.secret, "Uploading, running and deleting programs")
+
+
+def _too_large(limit: int) -> RestHandlerException:
+    return RestHandlerException(
+        413, f"The upload exceeds rest.server.max-content-length ({limit} bytes).")
+
+
+def _check_declared_length(request: Request, limit: int) -> None:
+    """413 when the ``Content-Length`` header already says more than ``limit`` bytes."""
+    declared = request.headers.get("content-length", "").strip()
+    if declared.isascii() and declared.isdigit():
+        digits = declared.lstrip("0") or "0"  # int() of thousands of digits would raise
+        if len(digits) > len(str(limit)) or int(digits) > limit:
+            raise _too_large(limit)
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
-    too_large = RestHandlerException(
-        413, f"The upload exceeds rest.server.max-content-length ({limit} bytes).")
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
-        raise too_large
+    _check_declared_length(request, limit)
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise too_large
+            raise _too_large(limit)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def _receive_program(request: Request, store: JarStore,
+                           limit: int) -> tuple[StoredProgram, int]:
+    """Stream the multipart body of an upload into ``store`` (see the module docstring).
+
+    Returns:
+        The stored program and its size in bytes.
+
+    Raises:
+        RestHandlerException: 400 for a body that is not multipart/form-data or has no file
+            part named ``jarfile``; 413 past ``limit`` bytes.
+        UploadRejectedException: the file is not a non-empty UTF-8 ``.py`` program.
+    """
+    try:
+        boundary = boundary_of(request.headers.get("content-type"))
+    except MultipartError as exc:
+        raise RestHandlerException(400, f"Bad request: {exc}.") from None
+    _check_declared_length(request, limit)
+    uploads: list[ProgramUpload] = []
+
+    def open_sink(filename: str) -> ProgramUpload:  # in the worker thread
+        uploads.append(store.begin_upload(filename))
+        return uploads[0]
+
+    parser = FilePartParser(boundary, UPLOAD_FIELD, open_sink)
+    try:
+        batch: list[bytes] = []
+        batched = size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit)
+            batch.append(chunk)
+            batched += len(chunk)
+            if batched >= _UPLOAD_BATCH_BYTES:
+                await run_blocking(parser.feed, batch)
+                batch, batched = [], 0
+        await run_blocking(parser.feed, batch)
+        if parser.finish() is None or not uploads:
+            raise RestHandlerException(
+                400, f"Bad request: no file part named '{UPLOAD_FIELD}' (curl -F "
+                     f"'{UPLOAD_FIELD}=@program.py' .../jars/upload).")
+        return await run_blocking(uploads[0].commit), parser.file_bytes
+    except MultipartError as exc:
+        raise RestHandlerException(400, f"Bad request: {exc}.") from None
+    finally:
+        for upload in uploads:  # after commit: nothing; else: remove the partial file
+            upload.abort()  # close and unlink: short enough for the loop, and runs when cancelled
 
 
 def _not_found(exc: JarNotFoundException) -> RestHandlerException:
@@ -97,7 +156,7 @@ async def list_jars(request: Request, ctx: Ctx, obs: Obs) -> dict[str, Any]:
     programs = await run_blocking(obs.jars.programs)
     server = request.scope.get("server") or ("127.0.0.1", 0)
     return {
-        "address": f"http://{server[0]}:{server[1]}",
+        "address": f"{rest_scheme(ctx.configuration)}://{server[0]}:{server[1]}",
         "files": [
             {"id": p.id, "name": p.name, "uploaded": p.uploaded_ms,
              "entry": [{"name": p.name, "description": "runs the program's main like "
@@ -112,20 +171,10 @@ async def list_jars(request: Request, ctx: Ctx, obs: Obs) -> dict[str, Any]:
 async def upload_jar(request: Request, ctx: Ctx, obs: Obs) -> dict[str, Any]:
     _authenticate(request, ctx)
     try:
-        boundary = boundary_of(request.headers.get("content-type"))
-        parts = parse_multipart(await _read_body(request, ctx.max_content_length), boundary)
-    except MultipartError as exc:
-        raise RestHandlerException(400, f"Bad request: {exc}.") from None
-    files = [p for p in parts if p.name == UPLOAD_FIELD and p.filename is not None]
-    if not files:
-        raise RestHandlerException(
-            400, f"Bad request: no file part named '{UPLOAD_FIELD}' (curl -F "
-                 f"'{UPLOAD_FIELD}=@program.py' .../jars/upload).")
-    try:
-        stored = await run_blocking(obs.jars.save, files[0].filename or "", files[0].data)
+        stored, size = await _receive_program(request, obs.jars, ctx.max_content_length)
     except UploadRejectedException as exc:
         raise RestHandlerException(400, str(exc)) from None
-    log.info("Uploaded program %s (%d bytes)", stored.id, len(files[0].data))
+    log.info("Uploaded program %s (%d bytes)", stored.id, size)
     return {"filename": str(stored.path), "status": "success"}
 
 
@@ -165,7 +214,8 @@ async def run_jar(
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
         job_id = await run_program(program.path, run_request, address, ctx.secret,
-                                   float(ctx.configuration.get(CLIENT_TIMEOUT)))
+                                   float(ctx.configuration.get(CLIENT_TIMEOUT)),
+                                   rest_client_settings(ctx.configuration))
     except JarRunException as exc:
         raise RestHandlerException(400, str(exc)) from None
     log.info("job=%s submitted by program %s", job_id, program.id)

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from fastapi.responses import Response
 
+from flintlock.config.sensitive import hidden_items
 from flintlock.runtime.concurrency import run_blocking
 from flintlock.runtime.logs.files import LogChunk, LogDirectory
 from flintlock.runtime.rest.errors import RestHandlerException
@@ -22,26 +23,15 @@ from flintlock.runtime.rest.log_responses import LogReader, log_file_response
 from flintlock.runtime.rest.observability import Obs, not_found_errors
 from flintlock.runtime.rest.routing import Ctx, new_router
 
-__all__ = ["HIDDEN_VALUE", "is_sensitive", "router"]
+__all__ = ["router"]
 
 router = new_router()
-
-#: what a sensitive value is shown as (Flink ``GlobalConfiguration.HIDDEN_CONTENT``)
-HIDDEN_VALUE = "******"
-_SENSITIVE = ("password", "secret", "fs.azure.account.key", "apikey", "api-key", "auth-params",
-              "service-key", "token", "basic-auth", "jaas.config", "http-headers")
-
-
-def is_sensitive(key: str) -> bool:
-    """Whether ``key``'s value must not be shown (Flink's list of sensitive key fragments)."""
-    lowered = key.lower()
-    return any(fragment in lowered for fragment in _SENSITIVE)
 
 
 @router.get("/jobmanager/config", tags=["jobmanager"], summary="The cluster configuration.")
 async def job_manager_config(ctx: Ctx) -> list[dict[str, str]]:
-    items = sorted(ctx.configuration.to_dict().items())
-    return [{"key": k, "value": HIDDEN_VALUE if is_sensitive(k) else str(v)} for k, v in items]
+    items = sorted(hidden_items(ctx.configuration.to_dict()).items())
+    return [{"key": k, "value": v} for k, v in items]
 
 
 def _logs(obs: Obs) -> LogDirectory:

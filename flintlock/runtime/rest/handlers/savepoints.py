@@ -56,8 +56,8 @@ from pydantic import (
 from flintlock.runtime.dispatcher.savepoint_operations import UnknownOperationException
 from flintlock.runtime.ids import JobID
 from flintlock.runtime.rest.errors import RestHandlerException
-from flintlock.runtime.rest.handlers.submit import authenticate
 from flintlock.runtime.rest.routing import Ctx, RestContext, new_router, parse_id
+from flintlock.runtime.rest.security import authenticate
 from flintlock.runtime.rpc.exceptions import RemoteError
 
 __all__ = ["SavepointTriggerRequestBody", "StopWithSavepointRequestBody", "router"]

@@ -31,9 +31,9 @@ from pydantic import BaseModel, Field
 from flintlock.runtime.ids import JobID
 from flintlock.runtime.metrics.live_task_metrics import MIN_WATERMARK_METRIC, backpressure_level
 from flintlock.runtime.rest.errors import RestHandlerException
-from flintlock.runtime.rest.handlers.submit import authenticate
 from flintlock.runtime.rest.handlers.vertices import find_vertex
 from flintlock.runtime.rest.routing import Ctx, new_router, parse_id
+from flintlock.runtime.rest.security import authenticate
 
 __all__ = ["router"]
 

@@ -9,7 +9,6 @@ the streamed size (413), the multipart envelope and ``request`` JSON (400), the 
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 from typing import Any
@@ -19,6 +18,7 @@ from fastapi import Request
 from flintlock.runtime.rest.errors import RestHandlerException
 from flintlock.runtime.rest.multipart import MultipartError, boundary_of, parse_multipart
 from flintlock.runtime.rest.routing import Ctx, new_router
+from flintlock.runtime.rest.security import authenticate
 from flintlock.runtime.rest.submission import (
     JOB_GRAPH_FILE_NAME,
     JobGraphDecodeError,
@@ -57,22 +57,6 @@ _OPENAPI_BODY = {
         },
     }
 }
-
-
-def authenticate(request: Request, secret: str | None, action: str = "Job submission") -> None:
-    """Require ``Authorization: Bearer <security.cluster.secret>`` (401 naming ``action``)."""
-    challenge = {"WWW-Authenticate": 'Bearer realm="flintlock"'}
-    if secret is None:
-        raise RestHandlerException(
-            401, f"{action} is disabled: the cluster has no security.cluster.secret.",
-            challenge)
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(
-        token.strip().encode("utf-8"), secret.encode("utf-8")
-    ):
-        raise RestHandlerException(
-            401, f"{action} requires the header 'Authorization: Bearer <cluster secret>' "
-                 "with the cluster's security.cluster.secret.", challenge)
 
 
 def _too_large(limit: int) -> RestHandlerException:

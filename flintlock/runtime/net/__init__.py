@@ -1,0 +1,1 @@
+"""Network security helpers (Flink ``org.apache.flink.runtime.net``)."""
