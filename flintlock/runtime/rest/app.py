@@ -37,6 +37,7 @@ from flintlock.runtime.rest.handlers import (
 from flintlock.runtime.rest.head import HeadAsGetMiddleware
 from flintlock.runtime.rest.jar_store import JarStore
 from flintlock.runtime.rest.observability import ObservabilityContext
+from flintlock.runtime.rest.openapi import install as install_openapi
 from flintlock.runtime.rest.routing import RestContext, wall_clock_ms
 from flintlock.runtime.rest.security import HostCheckMiddleware, allowed_host_names
 from flintlock.runtime.rest.web import mount_web_ui
@@ -105,6 +106,7 @@ def create_app(
         app.include_router(router, prefix=API_VERSION_PREFIX)
         app.include_router(router, include_in_schema=False)
     mount_web_ui(app, configuration)
+    install_openapi(app)
     app.add_middleware(HeadAsGetMiddleware)
     app.add_middleware(HostCheckMiddleware, allowed=allowed_host_names(configuration))
     app.add_exception_handler(StarletteHTTPException, handle_exception)

@@ -174,6 +174,21 @@ def error_response(exc: BaseException, path: str | None = None) -> JSONResponse:
 
 
 async def handle_exception(request: Any, exc: Exception) -> JSONResponse:
-    """Exception handler for FastAPI (routing 404/405, validation, anything uncaught)."""
+    """Exception handler for FastAPI (routing 404/405, validation, anything uncaught).
+
+    A 405's ``Allow`` header lists every method the path is served with (Starlette names only
+    those of the first route whose path matched).
+    """
     path = getattr(getattr(request, "url", None), "path", None)
-    return error_response(exc, path)
+    response = error_response(exc, path)
+    if response.status_code == 405 and hasattr(request, "scope"):
+        methods = _allowed_methods(request)
+        if methods:
+            response.headers["Allow"] = ", ".join(methods)
+    return response
+
+
+def _allowed_methods(request: Any) -> list[str]:
+    from flintlock.runtime.rest.openapi import allowed_methods  # openapi imports handlers' modules
+
+    return allowed_methods(request.app, request.url.path)

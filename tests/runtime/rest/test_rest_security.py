@@ -114,3 +114,36 @@ def test_allowed_host_names():
     assert allowed_host_names(Configuration({"rest.server.allowed-hosts": "*"})) is None
     assert host_name_of("[::1]:8081") == "::1" and host_name_of("Example.COM:80") == "example.com"
     assert host_name_of("::1") == "::1"
+
+
+# ---- the OpenAPI document lists the real answers (what the fuzz test checks against) -----------
+
+
+def test_openapi_documents_errors_security_and_ranges(rest):
+    spec = rest.client.get("/openapi.json").json()
+    assert spec["components"]["schemas"]["ErrorResponseBody"]["required"] == ["errors"]
+    assert spec["components"]["securitySchemes"]["clusterSecret"]["scheme"] == "bearer"
+    for path, item in spec["paths"].items():
+        for method, operation in item.items():
+            codes = set(operation["responses"])
+            assert "422" not in codes and {"400", "404", "503"} <= codes, (method, path)
+    submit = spec["paths"]["/v1/jobs"]["post"]
+    assert submit["security"] == [{"clusterSecret": []}]
+    assert {"401", "409", "413"} <= set(submit["responses"])
+    assert "401" in spec["paths"]["/v1/cluster"]["delete"]["responses"]
+    assert "security" not in spec["paths"]["/v1/jobs/{jobid}"]["patch"]  # cancel stays open
+    log = spec["paths"]["/v1/taskmanagers/{taskmanagerid}/log"]["get"]
+    assert {"206", "416"} <= set(log["responses"])
+    assert [p["name"] for p in log["parameters"] if p["in"] == "header"] == ["Range"]
+    job_id = next(p for p in spec["paths"]["/v1/jobs/{jobid}"]["get"]["parameters"])
+    assert job_id["schema"]["pattern"] == "^[0-9a-f]{32}$"
+
+
+@pytest.mark.parametrize(("path", "allow"), [
+    ("/v1/jobs", "GET, HEAD, POST"), ("/jobs/overview", "GET, HEAD"),
+    (f"/jobs/{JOB}", "GET, HEAD, PATCH"), ("/jars/upload", "POST"),
+])
+def test_method_not_allowed_lists_the_documented_methods(rest, path, allow):
+    r = rest.client.request("OPTIONS", path)
+    assert r.status_code == 405 and r.headers["allow"] == allow
+    assert r.json()["errors"]

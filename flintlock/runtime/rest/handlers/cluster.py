@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import Request
 
 from flintlock.runtime.rest import messages
+from flintlock.runtime.rest.openapi import SECURED
 from flintlock.runtime.rest.routing import Ctx, new_router
 from flintlock.runtime.rest.security import authenticate
 
@@ -28,7 +29,7 @@ async def cluster_overview(ctx: Ctx) -> dict[str, Any]:
     return messages.cluster_overview(overview, ctx.flink_version, ctx.flink_revision)
 
 
-@router.delete("/cluster", status_code=202, tags=["cluster"],
+@router.delete("/cluster", status_code=202, tags=["cluster"], openapi_extra=SECURED,
                summary="Shuts down the cluster (needs the secret).")
 async def shutdown_cluster(request: Request, ctx: Ctx) -> dict[str, Any]:
     authenticate(request, ctx.secret, "Shutting down the cluster")

@@ -33,6 +33,7 @@ from flintlock.runtime.rest.jar_store import (
 )
 from flintlock.runtime.rest.multipart import FilePartParser, MultipartError, boundary_of
 from flintlock.runtime.rest.observability import Obs
+from flintlock.runtime.rest.openapi import SECURED
 from flintlock.runtime.rest.routing import Ctx, RestContext, new_router
 from flintlock.runtime.rest.security import authenticate
 
@@ -166,7 +167,7 @@ async def list_jars(request: Request, ctx: Ctx, obs: Obs) -> dict[str, Any]:
     }
 
 
-@router.post("/jars/upload", tags=["jars"], openapi_extra=_UPLOAD_BODY,
+@router.post("/jars/upload", tags=["jars"], openapi_extra={**_UPLOAD_BODY, **SECURED},
              summary="Uploads a .py program (multipart field 'jarfile'; needs the secret).")
 async def upload_jar(request: Request, ctx: Ctx, obs: Obs) -> dict[str, Any]:
     _authenticate(request, ctx)
@@ -178,7 +179,8 @@ async def upload_jar(request: Request, ctx: Ctx, obs: Obs) -> dict[str, Any]:
     return {"filename": str(stored.path), "status": "success"}
 
 
-@router.delete("/jars/{jarid}", tags=["jars"], summary="Deletes an uploaded program.")
+@router.delete("/jars/{jarid}", tags=["jars"], openapi_extra=SECURED,
+               summary="Deletes an uploaded program (needs the secret).")
 async def delete_jar(jarid: str, request: Request, ctx: Ctx, obs: Obs) -> dict[str, Any]:
     _authenticate(request, ctx)
     try:
@@ -188,7 +190,7 @@ async def delete_jar(jarid: str, request: Request, ctx: Ctx, obs: Obs) -> dict[s
     return {}
 
 
-@router.post("/jars/{jarid}/run", tags=["jars"],
+@router.post("/jars/{jarid}/run", tags=["jars"], openapi_extra=SECURED,
              summary="Runs an uploaded program's main against this cluster (needs the secret).")
 async def run_jar(
     jarid: str, request: Request, ctx: Ctx, obs: Obs,

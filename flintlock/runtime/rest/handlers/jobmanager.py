@@ -21,6 +21,7 @@ from flintlock.runtime.rest.errors import RestHandlerException
 from flintlock.runtime.rest.handlers.taskmanagers import LogRange, log_file_name
 from flintlock.runtime.rest.log_responses import LogReader, log_file_response
 from flintlock.runtime.rest.observability import Obs, not_found_errors
+from flintlock.runtime.rest.openapi import LOG_FILE
 from flintlock.runtime.rest.routing import Ctx, new_router
 
 __all__ = ["router"]
@@ -57,7 +58,7 @@ async def job_manager_logs(obs: Obs) -> dict[str, Any]:
     return {"logs": [{"name": i.name, "size": i.size, "mtime": i.mtime_ms} for i in infos]}
 
 
-@router.get("/jobmanager/logs/{filename}", tags=["jobmanager"],
+@router.get("/jobmanager/logs/{filename}", tags=["jobmanager"], openapi_extra=LOG_FILE,
             summary="One JobManager log file (text; paged with start/count or Range).")
 async def job_manager_log_file(filename: str, request: Request, obs: Obs,
                                page: Annotated[LogRange, Depends()]) -> Response:
@@ -66,7 +67,8 @@ async def job_manager_log_file(filename: str, request: Request, obs: Obs,
                                    page.download)
 
 
-@router.get("/jobmanager/log", tags=["jobmanager"], summary="The JobManager's process log.")
+@router.get("/jobmanager/log", tags=["jobmanager"], openapi_extra=LOG_FILE,
+            summary="The JobManager's process log.")
 async def job_manager_main_log(request: Request, obs: Obs,
                                page: Annotated[LogRange, Depends()]) -> Response:
     return await log_file_response(_reader(_logs(obs), None), request, page.start, page.count,

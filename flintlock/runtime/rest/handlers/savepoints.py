@@ -56,6 +56,7 @@ from pydantic import (
 from flintlock.runtime.dispatcher.savepoint_operations import UnknownOperationException
 from flintlock.runtime.ids import JobID
 from flintlock.runtime.rest.errors import RestHandlerException
+from flintlock.runtime.rest.openapi import SECURED
 from flintlock.runtime.rest.routing import Ctx, RestContext, new_router, parse_id
 from flintlock.runtime.rest.security import authenticate
 from flintlock.runtime.rpc.exceptions import RemoteError
@@ -168,7 +169,7 @@ async def _trigger(ctx: RestContext, job_id: JobID, target_directory: str | None
 
 
 @router.post(_SAVEPOINTS, status_code=202, tags=["jobs"],
-             openapi_extra=_openapi_body(SavepointTriggerRequestBody),
+             openapi_extra={**_openapi_body(SavepointTriggerRequestBody), **SECURED},
              summary="Triggers a savepoint, optionally cancelling the job after it (needs the "
                      "secret).",
              description="Answers a trigger id at once; read the outcome at "
@@ -181,7 +182,7 @@ async def trigger_savepoint(jobid: str, request: Request, ctx: Ctx) -> dict[str,
 
 
 @router.post("/jobs/{jobid}/stop", status_code=202, tags=["jobs"],
-             openapi_extra=_openapi_body(StopWithSavepointRequestBody),
+             openapi_extra={**_openapi_body(StopWithSavepointRequestBody), **SECURED},
              summary="Stops a job with a savepoint (needs the secret).",
              description="A savepoint after which the sources end: the job FINISHES (with "
                          "drain=true after MAX_WATERMARK). Answers a trigger id at once; read "

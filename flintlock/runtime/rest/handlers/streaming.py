@@ -32,6 +32,7 @@ from flintlock.runtime.ids import JobID
 from flintlock.runtime.metrics.live_task_metrics import MIN_WATERMARK_METRIC, backpressure_level
 from flintlock.runtime.rest.errors import RestHandlerException
 from flintlock.runtime.rest.handlers.vertices import find_vertex
+from flintlock.runtime.rest.openapi import SECURED
 from flintlock.runtime.rest.routing import Ctx, new_router, parse_id
 from flintlock.runtime.rest.security import authenticate
 
@@ -80,7 +81,7 @@ class CoordinationRequest(BaseModel):
     offset: int = Field(ge=0, description="batches received so far")
 
 
-@router.post("/jobs/{jobid}/coordinators/{operatorid}", tags=["jobs"],
+@router.post("/jobs/{jobid}/coordinators/{operatorid}", tags=["jobs"], openapi_extra=SECURED,
              summary="Fetch the next results of a STREAMING job's collect sink.")
 async def coordination_request(jobid: str, operatorid: str, body: CoordinationRequest,
                                request: Request, ctx: Ctx) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from fastapi import Request
 
 from flintlock.runtime.rest.errors import RestHandlerException
 from flintlock.runtime.rest.multipart import MultipartError, boundary_of, parse_multipart
+from flintlock.runtime.rest.openapi import SECURED
 from flintlock.runtime.rest.routing import Ctx, new_router
 from flintlock.runtime.rest.security import authenticate
 from flintlock.runtime.rest.submission import (
@@ -81,7 +82,7 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-@router.post("/jobs", status_code=202, tags=["jobs"], openapi_extra=_OPENAPI_BODY,
+@router.post("/jobs", status_code=202, tags=["jobs"], openapi_extra={**_OPENAPI_BODY, **SECURED},
              summary="Submits a job (multipart: request JSON + job.graph; needs the secret).")
 async def submit_job(request: Request, ctx: Ctx) -> dict[str, Any]:
     authenticate(request, ctx.secret)

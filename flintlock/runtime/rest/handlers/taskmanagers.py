@@ -23,6 +23,7 @@ from flintlock.runtime.rest import messages
 from flintlock.runtime.rest.errors import RestHandlerException
 from flintlock.runtime.rest.log_responses import LogReader, log_file_response
 from flintlock.runtime.rest.observability import not_found_errors, parse_task_manager_id
+from flintlock.runtime.rest.openapi import LOG_FILE
 from flintlock.runtime.rest.routing import Ctx, RestContext, new_router
 
 __all__ = ["LogRange", "log_file_name", "router"]
@@ -103,7 +104,7 @@ def _reader(ctx: RestContext, resource_id: ResourceID, name: str | None) -> LogR
     return read
 
 
-@router.get(_TM + "/logs/{filename}", tags=["taskmanagers"],
+@router.get(_TM + "/logs/{filename}", tags=["taskmanagers"], openapi_extra=LOG_FILE,
             summary="One log file of a TaskManager (text; paged with start/count or Range).")
 async def task_manager_log_file(taskmanagerid: str, filename: str, request: Request, ctx: Ctx,
                                 page: Annotated[LogRange, Depends()]) -> Response:
@@ -113,7 +114,8 @@ async def task_manager_log_file(taskmanagerid: str, filename: str, request: Requ
                                    page.count, page.download)
 
 
-@router.get(_TM + "/log", tags=["taskmanagers"], summary="The process log of a TaskManager.")
+@router.get(_TM + "/log", tags=["taskmanagers"], openapi_extra=LOG_FILE,
+            summary="The process log of a TaskManager.")
 async def task_manager_main_log(taskmanagerid: str, request: Request, ctx: Ctx,
                                 page: Annotated[LogRange, Depends()]) -> Response:
     resource_id = parse_task_manager_id(taskmanagerid)
