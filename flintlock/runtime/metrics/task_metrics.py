@@ -56,7 +56,9 @@ AGGREGATIONS = ("min", "max", "avg", "sum", "skew")
 
 _MAX_NAMES = 1000
 _NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
-_RANGE = re.compile(r"^\s*(\d{1,9})\s*(?:-\s*(\d{1,9})\s*)?$")
+_RANGE = re.compile(r"^[ \t]*([0-9]{1,9})[ \t]*(?:-[ \t]*([0-9]{1,9})[ \t]*)?$")
+#: what query values may be padded with (ASCII only, as the OpenAPI patterns say)
+_BLANK = " \t"
 _END_OF_RUNNING = ("CANCELING", "FINISHED", "FAILED", "CANCELED")
 
 
@@ -129,7 +131,7 @@ def parse_metric_names(get: str | None) -> list[str] | None:
     """
     if get is None:
         return None
-    names = [n.strip() for n in get.split(",") if n.strip()]
+    names = [n.strip(_BLANK) for n in get.split(",") if n.strip(_BLANK)]
     if len(names) > _MAX_NAMES:
         raise ValueError(f"at most {_MAX_NAMES} metric names per request")
     for name in names:
@@ -157,11 +159,11 @@ def parse_aggregations(agg: str | None) -> tuple[str, ...]:
     Raises:
         ValueError: an unknown aggregation (the message lists the valid ones).
     """
-    if agg is None or not agg.strip():
+    if agg is None or not agg.strip(_BLANK):
         return AGGREGATIONS
     modes = []
     for raw in agg.split(","):
-        mode = raw.strip().lower()
+        mode = raw.strip(_BLANK).lower()
         if mode not in AGGREGATIONS:
             raise ValueError(f"invalid aggregation {raw.strip()!r} (expected one of "
                              f"{', '.join(AGGREGATIONS)})")
@@ -176,7 +178,7 @@ def parse_subtask_ranges(text: str | None, parallelism: int) -> list[int]:
     Raises:
         ValueError: a malformed range.
     """
-    if text is None or not text.strip():
+    if text is None or not text.strip(_BLANK):
         return list(range(parallelism))
     selected: set[int] = set()
     for part in text.split(","):

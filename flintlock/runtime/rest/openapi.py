@@ -63,14 +63,21 @@ LOG_FILE: dict[str, Any] = {
                 "headers": {**_LOG_HEADERS, "Content-Range": {
                     "description": "bytes <first>-<last>/<size>", "schema": {"type": "string"}}},
                 "content": {"text/plain": {"schema": {"type": "string"}}}},
-        "416": {"description": "The range starts past the end of the file.",
+        "416": {"description": "The range starts past the end of the file (no body).",
                 "headers": {"Content-Range": {"description": "bytes */<size>",
-                                              "schema": {"type": "string"}}},
-                "content": {"application/json": {"schema": _ERROR_REF}}},
+                                              "schema": {"type": "string"}}}},
     },
 }
 
 _HEX_ID = {"type": "string", "pattern": "^[0-9a-f]{32}$"}
+_RANGE = "[ \t]*[0-9]{1,9}[ \t]*(-[ \t]*[0-9]{1,9}[ \t]*)?"  # one subtask range
+
+
+def _any_case(word: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" for c in word)
+
+
+_AGG = f"[ \t]*({'|'.join(_any_case(a) for a in ('min', 'max', 'sum', 'avg', 'skew'))})[ \t]*"
 
 #: What the handlers accept, per parameter: ids and names with the patterns they are parsed with.
 _PARAMETERS: dict[tuple[str, str], dict[str, Any]] = {
@@ -85,11 +92,9 @@ _PARAMETERS: dict[tuple[str, str], dict[str, Any]] = {
     ("path", "jarid"): {"type": "string", "pattern": jar_store._ID.pattern},
     ("path", "filename"): {"type": "string", "pattern": log_files._NAME.pattern},
     ("query", "get"): {"type": "string",
-                       "pattern": r"^[\s,]*([A-Za-z0-9_.:-]{1,200}[\s,]*)*$"},
-    ("query", "subtasks"): {"type": "string", "pattern": r"^\s*\d{1,9}(\s*-\s*\d{1,9})?\s*"
-                                                          r"(,\s*\d{1,9}(\s*-\s*\d{1,9})?\s*)*$"},
-    ("query", "agg"): {"type": "string",
-                       "pattern": r"^\s*(min|max|sum|avg|skew)\s*(,\s*(min|max|sum|avg|skew)\s*)*$"},
+                       "pattern": r"^[ \t,]*([A-Za-z0-9_.:-]+([ \t,]+[A-Za-z0-9_.:-]+)*)?[ \t,]*$"},
+    ("query", "subtasks"): {"type": "string", "pattern": f"^[ \t]*$|^{_RANGE}(,{_RANGE})*$"},
+    ("query", "agg"): {"type": "string", "pattern": f"^[ \t]*$|^{_AGG}(,{_AGG})*$"},
     ("query", "mode"): {"type": "string", "enum": ["cancel"]},
     ("query", "count"): {"type": "integer", "minimum": 0, "maximum": 1 << 20},
     ("query", "length"): {"type": "integer", "minimum": 0, "maximum": 1 << 20},

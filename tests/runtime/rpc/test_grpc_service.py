@@ -90,10 +90,14 @@ def run(body: Callable[[], Awaitable[None]], timeout_s: float = 30.0) -> None:
 
 
 @asynccontextmanager
-async def two_services(**kwargs: Any) -> AsyncIterator[tuple[GrpcRpcService, GrpcRpcService, Echo]]:
-    """``server`` serves an Echo endpoint; ``client`` calls it; both close afterwards."""
-    server = GrpcRpcService(secret=None, **kwargs)
-    client = GrpcRpcService(secret=None, **kwargs)
+async def two_services(server_kwargs: dict[str, Any] | None = None,
+                       client_kwargs: dict[str, Any] | None = None,
+                       **kwargs: Any) -> AsyncIterator[tuple[GrpcRpcService, GrpcRpcService, Echo]]:
+    """``server`` serves an Echo endpoint; ``client`` calls it; both close afterwards.
+
+    ``kwargs`` go to both services, ``server_kwargs`` / ``client_kwargs`` to one of them."""
+    server = GrpcRpcService(secret=None, **kwargs, **(server_kwargs or {}))
+    client = GrpcRpcService(secret=None, **kwargs, **(client_kwargs or {}))
     await server.start()
     await client.start()
     echo = Echo()

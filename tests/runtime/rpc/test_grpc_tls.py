@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from test_grpc_service import Echo, EchoGateway, run
+from test_grpc_service import EchoGateway, run, two_services
 
 from flintlock.config import Configuration
 from flintlock.config.configuration import IllegalConfigurationException
@@ -33,20 +33,10 @@ def pki(tmp_path: Path) -> dict[str, PemFiles]:
 
 
 async def _call(server_tls: PemFiles | None, client_tls: PemFiles | None) -> object:
-    server = GrpcRpcService(secret=SECRET, tls=server_tls)
-    client = GrpcRpcService(secret=SECRET, tls=client_tls, timeout_s=5.0)
-    await server.start()
-    await client.start()
-    echo = Echo()
-    server.register(echo)
-    await echo.start()
-    try:
+    async with two_services({"tls": server_tls}, {"tls": client_tls, "timeout_s": 5.0}) as (
+            _, client, echo):
         gateway = await client.connect(echo.address, EchoGateway, timeout_s=5.0)
         return await gateway.echo({"over": "tls"})
-    finally:
-        await echo.stop()
-        await client.close()
-        await server.close()
 
 
 def test_calls_between_certified_peers(pki) -> None:
