@@ -511,6 +511,11 @@ LOOP_LAG_WARN = option(
     "A loop that has not run for this long is logged as unresponsive, with the stack of its "
     "thread (flintlock's own key, after dask's distributed.admin.tick.limit).")
 
+THREAD_DUMP_MAX_DEPTH = option(
+    "cluster.thread-dump.stacktrace-max-depth", 50, pos_int,
+    "Frames per thread in the JobManager's and TaskManagers' thread dumps "
+    "(GET /jobmanager/thread-dump, /taskmanagers/:id/thread-dump).")
+
 # ---- planner / data plane speed (issue 6: make it fast) -----------------------------------------
 AGG_PHASE_STRATEGY = option(
     "table.optimizer.agg-phase-strategy", "AUTO", _enum("AUTO", "TWO_PHASE", "ONE_PHASE"),

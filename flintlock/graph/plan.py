@@ -12,11 +12,17 @@ Shapes:
 - JobGraph plan (``JobGraph.plan``, Flink ``runtime/jobgraph/jsonplan/JsonPlanGenerator``)::
 
     {"jid": "<hex>", "name": "...", "type": "BATCH",
-     "nodes": [{"id": "<vertex hex>", "parallelism": 4, "operator": "Source: ... -> Filter",
-                "operator_strategy": "", "description": "Source: ... -> Filter",
+     "nodes": [{"id": "<vertex hex>", "parallelism": 4, "operator": "",
+                "operator_strategy": "", "description": "Source: ... -&gt; Filter",
                 "inputs": [{"num": 0, "id": "<producer vertex hex>", "ship_strategy": "HASH",
                             "exchange": "blocking"}],
                 "optimizer_properties": {}}]}
+
+  As in Flink 2.x, whose JobVertices carry no operator name or description (those were the
+  DataSet optimizer's), ``operator`` and ``operator_strategy`` are empty and ``description``
+  names the vertex, HTML-escaped (``runtime.jobgraph.json_plan.plan_description``). The web
+  dashboard's job graph prints ``operator`` and then the vertex name on each node, so a
+  non-empty ``operator`` showed the name twice.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from flintlock.graph.chaining import topological_order
 from flintlock.graph.stream_graph import StreamGraph
 from flintlock.runtime.ids import JobID
 from flintlock.runtime.jobgraph.job_graph import JobVertex
+from flintlock.runtime.jobgraph.json_plan import plan_description
 from flintlock.runtime.jobgraph.types import JobType
 
 __all__ = ["job_graph_plan", "stream_graph_plan", "stream_graph_plan_json"]
@@ -72,9 +79,9 @@ def job_graph_plan(
         entry: dict[str, Any] = {
             "id": str(v.id),
             "parallelism": v.parallelism,
-            "operator": v.name,
+            "operator": "",
             "operator_strategy": "",
-            "description": v.name,
+            "description": plan_description(v.name),
         }
         if v.inputs:
             entry["inputs"] = [

@@ -60,6 +60,7 @@ from flintlock.runtime.rpc.service import RpcService
 from flintlock.runtime.shuffle.layout import release_partitions
 from flintlock.runtime.shuffle.pipelined import collect_root, default_pipelined_root
 from flintlock.runtime.taskmanager.task_execution_state import SerializedError
+from flintlock.runtime.thread_dump import ThreadInfo
 
 __all__ = ["COLLECT_RETENTION_S", "Dispatcher", "JobManagerRunner"]
 
@@ -440,6 +441,11 @@ class Dispatcher(FencedRpcEndpoint):
     async def request_task_manager_metrics(self, resource_id: ResourceID) -> TaskManagerMetricsSnapshot:
         rm = await self._resource_manager()
         return await rm.request_task_manager_metrics(resource_id)
+
+    async def request_task_manager_thread_dump(self, resource_id: ResourceID,
+                                               max_depth: int) -> tuple[ThreadInfo, ...]:
+        rm = await self._resource_manager()
+        return await rm.request_task_manager_thread_dump(resource_id, max_depth)
 
     # ---- execute_and_collect of STREAMING jobs ----------------------------------------------------
 

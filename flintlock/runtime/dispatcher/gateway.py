@@ -16,6 +16,7 @@ from flintlock.runtime.logs.files import LogChunk, LogInfo
 from flintlock.runtime.metrics.task_manager_metrics import TaskManagerMetricsSnapshot
 from flintlock.runtime.resourcemanager.gateway import ResourceOverview, TaskManagerInfo
 from flintlock.runtime.rpc.messages import Acknowledge
+from flintlock.runtime.thread_dump import ThreadInfo
 
 __all__ = ["ClusterOverview", "DispatcherGateway"]
 
@@ -123,4 +124,10 @@ class DispatcherGateway(Protocol):
 
     async def request_task_manager_metrics(self, resource_id: ResourceID) -> TaskManagerMetricsSnapshot:
         """A TaskManager's metrics. Raises ``UnknownTaskExecutorException`` for an unknown id."""
+        ...
+
+    async def request_task_manager_thread_dump(self, resource_id: ResourceID,
+                                               max_depth: int) -> tuple[ThreadInfo, ...]:
+        """A TaskManager's thread dump (forwarded to the ResourceManager). Raises
+        ``UnknownTaskExecutorException`` for an unknown id."""
         ...

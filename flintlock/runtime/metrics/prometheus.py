@@ -12,7 +12,9 @@ so the names carry no ``_total`` suffix). Label sets are bounded: no attempt ids
   ``..._taskSlotsAvailable``, ``..._numRunningJobs``, ``flink_jobmanager_numJobs{state}`` (jobs the
   Dispatcher knows, by JobStatus), ``flink_jobmanager_Status_Python_Memory_RSS`` (also
   ``_CPU_Time``, ``_Threads_Count``).
-- TaskManager (label ``tm_id``): ``flink_taskmanager_Status_Python_*``,
+- TaskManager (label ``tm_id``): ``flink_taskmanager_Status_JVM_*``, ``..._Status_Flink_*`` and
+  ``..._Status_Shuffle_*`` (Flink's status metrics, ``taskexecutor.process_status``),
+  ``flink_taskmanager_Status_Python_*``,
   ``flink_taskmanager_taskSlotsTotal``, ``..._taskSlotsAvailable``, ``..._numRunningTasks``, and
   per subtask ``flink_taskmanager_job_task_<metric>`` for ``numRecordsIn``, ``numRecordsOut``,
   ``numBytesIn``, ``numBytesOut``, ``busyTimeMsPerSecond``, ``accumulateBusyTimeMs`` with labels
@@ -115,7 +117,7 @@ def task_manager_families(snapshots: Sequence[TaskManagerMetricsSnapshot]) -> li
              for name in TASK_METRICS}
     for snap in snapshots:
         tm = snap.resource_id
-        for name, value in process_metric_values(snap.process).items():
+        for name, value in {**snap.status, **process_metric_values(snap.process)}.items():
             if name not in process:
                 process[name] = GaugeMetricFamily(prometheus_name("taskmanager", name), name,
                                                   labels=["tm_id"])

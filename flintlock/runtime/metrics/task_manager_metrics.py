@@ -11,7 +11,7 @@ counts would then never be visible for a batch job that runs between two scrapes
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from flintlock.runtime.deployment import TaskDeploymentDescriptor
 from flintlock.runtime.ids import ExecutionAttemptID, JobID
@@ -69,7 +69,10 @@ class TaskMetricSample:
 
 @dataclass(frozen=True)
 class TaskManagerMetricsSnapshot:
-    """Everything a TaskManager reports about itself at ``now_ms`` (epoch ms)."""
+    """Everything a TaskManager reports about itself at ``now_ms`` (epoch ms).
+
+    ``status`` holds Flink's ``Status.*`` metrics of the TaskManager (its embedded Spark JVM's,
+    else its Python process mapped onto them: ``taskexecutor.process_status``)."""
 
     resource_id: str
     now_ms: int
@@ -78,11 +81,15 @@ class TaskManagerMetricsSnapshot:
     slots_available: int
     running_tasks: int
     tasks: tuple[TaskMetricSample, ...] = ()
+    status: dict[str, float] = field(default_factory=dict)
 
 
 def task_manager_metric_values(snapshot: TaskManagerMetricsSnapshot) -> dict[str, float]:
-    """REST ``/taskmanagers/:id/metrics`` names -> values."""
+    """REST ``/taskmanagers/:id/metrics`` names -> values: ``Status.*`` (Flink's names),
+    ``Status.Python.*`` (its Python process), ``taskSlotsTotal``, ``taskSlotsAvailable``,
+    ``numRunningTasks``."""
     return {
+        **snapshot.status,
         **process_metric_values(snapshot.process),
         "taskSlotsTotal": float(snapshot.slots_total),
         "taskSlotsAvailable": float(snapshot.slots_available),

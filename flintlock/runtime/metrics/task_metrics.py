@@ -6,11 +6,20 @@ Metrics of one subtask attempt (Flink ``TaskIOMetricGroup``):
   wrote (records; bytes as stored in result partitions / sources). A BATCH subtask runs its chain
   as one Spark plan, so these are known when the attempt FINISHES and are 0 before; a STREAMING
   subtask reports them live (``live_task_metrics``, every ``metrics.task.report-interval``).
-- ``busyTimeMsPerSecond``: BATCH: 1000 while RUNNING (the task thread waits on its Spark work),
-  else 0; STREAMING: the measured share of the last interval spent running epochs, with
-  ``backPressuredTimeMsPerSecond`` (waiting for credit) and ``idleTimeMsPerSecond`` (no input).
-- ``numRecordsInPerSecond``, ``numRecordsOutPerSecond`` (STREAMING, over the last interval);
-  ``currentInputWatermark``, ``currentOutputWatermark`` (ms; Long.MIN_VALUE before the first).
+- ``busyTimeMsPerSecond``, ``backPressuredTimeMsPerSecond``, ``idleTimeMsPerSecond`` (ms per
+  second, 0..1000): STREAMING: the measured shares of the last interval spent running epochs,
+  waiting for credit and waiting for input. BATCH: 1000 / 0 / 0 while RUNNING (the task thread
+  waits on its Spark work, which is busy time; a Spark plan neither idles nor is back-pressured
+  in a way flintlock measures), else 0 / 0 / 0.
+- ``numRecordsInPerSecond``, ``numRecordsOutPerSecond``, ``numBytesInPerSecond``,
+  ``numBytesOutPerSecond`` (per second): STREAMING: records over the last interval; bytes are
+  approximated as that record rate times the attempt's average record size so far (bytes /
+  records; flintlock counts bytes but reports no byte rate). Otherwise (BATCH, or STREAMING
+  before its first report): the attempt's counts divided by its time RUNNING, i.e. the average
+  rate over its run (Flink's 60 s ``MeterView``, which after a task ends keeps showing its last
+  rate); 0 until the counts are known, which for BATCH is when the attempt finishes.
+- ``currentInputWatermark``, ``currentOutputWatermark`` (STREAMING, ms; Long.MIN_VALUE before
+  the first).
 - ``accumulateBusyTimeMs``: ms spent RUNNING (to the end of RUNNING, or to now).
 
 REST query helpers follow Flink's metric handlers: ``get=a,b`` selects metrics, ``agg=min,max``
@@ -44,13 +53,15 @@ __all__ = [
     "vertex_metrics",
 ]
 
-#: Flink's names of the task metrics, in display order
+#: Flink's names of the task metrics every attempt has, in display order (the web dashboard's
+#: job graph asks ``subtasks/metrics`` for ``backPressuredTimeMsPerSecond``,
+#: ``busyTimeMsPerSecond`` and ``numRecordsInPerSecond`` of every vertex)
 TASK_METRICS = ("numRecordsIn", "numRecordsOut", "numBytesIn", "numBytesOut",
-                "busyTimeMsPerSecond", "accumulateBusyTimeMs")
+                "busyTimeMsPerSecond", "backPressuredTimeMsPerSecond", "idleTimeMsPerSecond",
+                "numRecordsInPerSecond", "numRecordsOutPerSecond", "numBytesInPerSecond",
+                "numBytesOutPerSecond", "accumulateBusyTimeMs")
 #: what running STREAMING subtasks add (``live_task_metrics``)
-LIVE_TASK_METRICS = ("backPressuredTimeMsPerSecond", "idleTimeMsPerSecond",
-                     "numRecordsInPerSecond", "numRecordsOutPerSecond", "currentInputWatermark",
-                     "currentOutputWatermark")
+LIVE_TASK_METRICS = ("currentInputWatermark", "currentOutputWatermark")
 #: Flink's aggregation modes (``AggregationMode``), lower case as in the query parameter
 AGGREGATIONS = ("min", "max", "avg", "sum", "skew")
 
@@ -76,14 +87,26 @@ def busy_time_ms(state: ExecutionState, state_timestamps: Mapping[str, int], now
 
 def attempt_metrics(io: IOMetrics, state: ExecutionState, state_timestamps: Mapping[str, int],
                     now_ms: int, live: LiveTaskMetrics | None = None) -> dict[str, float]:
-    """The ``TASK_METRICS`` of one attempt, plus ``LIVE_TASK_METRICS`` when ``live`` is given."""
+    """The ``TASK_METRICS`` of one attempt, plus ``LIVE_TASK_METRICS`` when ``live`` is given
+    (meanings, units and approximations: the module docstring)."""
+    running_ms = busy_time_ms(state, state_timestamps, now_ms)
+
+    def average_per_second(count: int) -> float:
+        return count * 1000.0 / running_ms if running_ms > 0 else 0.0
+
     values = {
         "numRecordsIn": float(io.records_in),
         "numRecordsOut": float(io.records_out),
         "numBytesIn": float(io.bytes_in),
         "numBytesOut": float(io.bytes_out),
         "busyTimeMsPerSecond": 1000.0 if state is ExecutionState.RUNNING else 0.0,
-        "accumulateBusyTimeMs": float(busy_time_ms(state, state_timestamps, now_ms)),
+        "backPressuredTimeMsPerSecond": 0.0,
+        "idleTimeMsPerSecond": 0.0,
+        "numRecordsInPerSecond": average_per_second(io.records_in),
+        "numRecordsOutPerSecond": average_per_second(io.records_out),
+        "numBytesInPerSecond": average_per_second(io.bytes_in),
+        "numBytesOutPerSecond": average_per_second(io.bytes_out),
+        "accumulateBusyTimeMs": float(running_ms),
     }
     if live is not None:
         mark = MIN_WATERMARK_METRIC
@@ -95,12 +118,21 @@ def attempt_metrics(io: IOMetrics, state: ExecutionState, state_timestamps: Mapp
             "idleTimeMsPerSecond": live.idle_ms_per_second,
             "numRecordsInPerSecond": live.records_in_per_second,
             "numRecordsOutPerSecond": live.records_out_per_second,
+            "numBytesInPerSecond": _byte_rate(live.records_in_per_second, live.bytes_in,
+                                              live.records_in),
+            "numBytesOutPerSecond": _byte_rate(live.records_out_per_second, live.bytes_out,
+                                               live.records_out),
             "currentInputWatermark": float(mark if live.input_watermark is None
                                            else live.input_watermark),
             "currentOutputWatermark": float(mark if live.output_watermark is None
                                             else live.output_watermark),
         })
     return values
+
+
+def _byte_rate(records_per_second: float, total_bytes: int, total_records: int) -> float:
+    """Bytes per second approximated as records per second times the average record size."""
+    return records_per_second * total_bytes / total_records if total_records > 0 else 0.0
 
 
 def execution_metrics(execution: ArchivedExecution, now_ms: int) -> dict[str, float]:

@@ -16,6 +16,7 @@ from flintlock.runtime.metrics.task_manager_metrics import TaskManagerMetricsSna
 from flintlock.runtime.rpc.messages import Acknowledge
 from flintlock.runtime.rpc.service import oneway
 from flintlock.runtime.taskexecutor.gateway import SlotReport
+from flintlock.runtime.thread_dump import ThreadInfo
 
 __all__ = [
     "RegistrationResponse",
@@ -36,8 +37,12 @@ class TaskExecutorRegistration:
         resource_id: its ResourceID.
         number_of_slots: ``taskmanager.numberOfTaskSlots``.
         data_port: port of its partition data server (0 in-process).
-        hardware: ``{"cpuCores": int, "physicalMemory": bytes, "freeMemory": bytes}``.
+        hardware: Flink's ``HardwareDescription``: ``{"cpuCores": int, "physicalMemory": bytes,
+            "freeMemory": bytes (the maximum heap), "managedMemory": bytes}``.
         spark: description of its Spark session (``{"master": "local[2]", "version": "4.3.0"}``).
+        cpu_cores: the CPU cores it offers (its total ``ResourceProfile``'s).
+        memory: Flink's ``TaskExecutorMemoryConfiguration`` in bytes (``frameworkHeap``,
+            ``taskHeap``, ..., ``totalProcessMemory``; ``taskexecutor.process_status``).
     """
 
     address: str
@@ -46,6 +51,8 @@ class TaskExecutorRegistration:
     data_port: int = 0
     hardware: dict[str, int] = field(default_factory=dict)
     spark: dict[str, str] = field(default_factory=dict)
+    cpu_cores: float = 0.0
+    memory: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,12 @@ class ResourceRequirements:
 
 @dataclass(frozen=True)
 class TaskManagerInfo:
-    """One registered TaskExecutor as REST ``/taskmanagers`` shows it."""
+    """One registered TaskExecutor as REST ``/taskmanagers`` shows it.
+
+    ``hardware``, ``spark``, ``cpu_cores`` and ``memory`` are its registration's;
+    ``allocated_slots`` holds the job of each slot that is allocated (or being allocated) to a
+    job, as the ResourceManager's slot tracker knows it from the slot reports and requests.
+    """
 
     resource_id: ResourceID
     address: str
@@ -78,6 +90,9 @@ class TaskManagerInfo:
     last_heartbeat_ms: int
     hardware: dict[str, int] = field(default_factory=dict)
     spark: dict[str, str] = field(default_factory=dict)
+    cpu_cores: float = 0.0
+    memory: dict[str, int] = field(default_factory=dict)
+    allocated_slots: tuple[JobID, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -167,4 +182,10 @@ class ResourceManagerGateway(Protocol):
 
     async def request_task_manager_metrics(self, resource_id: ResourceID) -> TaskManagerMetricsSnapshot:
         """Its metrics. Raises ``UnknownTaskExecutorException`` for an unknown id."""
+        ...
+
+    async def request_task_manager_thread_dump(self, resource_id: ResourceID,
+                                               max_depth: int) -> tuple[ThreadInfo, ...]:
+        """Its threads with up to ``max_depth`` frames each (Flink ``requestThreadDump``).
+        Raises ``UnknownTaskExecutorException`` for an unknown id."""
         ...

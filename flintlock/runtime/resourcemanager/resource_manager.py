@@ -39,6 +39,7 @@ from flintlock.runtime.resourcemanager.slotmanager.slot_tracker import (
     RequirementsDeclared,
     SlotFreed,
     SlotReportReceived,
+    SlotState,
     TaskExecutorAdded,
     TaskExecutorRemoved,
 )
@@ -46,6 +47,7 @@ from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID, FencedRpcEndpoint
 from flintlock.runtime.rpc.messages import ACK, Acknowledge
 from flintlock.runtime.rpc.service import RpcService
 from flintlock.runtime.taskexecutor.gateway import SlotReport, TaskExecutorGateway
+from flintlock.runtime.thread_dump import ThreadInfo
 
 __all__ = ["ResourceManager"]
 
@@ -309,6 +311,10 @@ class ResourceManager(FencedRpcEndpoint):
                 last_heartbeat_ms=w.last_heartbeat_ms,
                 hardware=dict(w.registration.hardware),
                 spark=dict(w.registration.spark),
+                cpu_cores=w.registration.cpu_cores,
+                memory=dict(w.registration.memory),
+                allocated_slots=tuple(s.job_id for s in tracker.slots(rid)
+                                      if s.state is not SlotState.FREE and s.job_id is not None),
             )
             for rid, w in self._task_executors.items()
         )
@@ -340,6 +346,11 @@ class ResourceManager(FencedRpcEndpoint):
     async def request_task_manager_metrics(self, resource_id: ResourceID) -> TaskManagerMetricsSnapshot:
         gateway = self._registered_gateway(resource_id)
         return await gateway.request_metrics(timeout=self._rpc_timeout_s)
+
+    async def request_task_manager_thread_dump(self, resource_id: ResourceID,
+                                               max_depth: int) -> tuple[ThreadInfo, ...]:
+        gateway = self._registered_gateway(resource_id)
+        return await gateway.request_thread_dump(max_depth, timeout=self._rpc_timeout_s)
 
     # ---- introspection (tests, MiniCluster) ----------------------------------------------------
 

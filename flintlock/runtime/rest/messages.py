@@ -27,9 +27,11 @@ from flintlock.runtime.executiongraph.archived import (
     RootExceptionHistoryEntry,
 )
 from flintlock.runtime.ids import JobID
+from flintlock.runtime.jobgraph.json_plan import plan_description
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus
-from flintlock.runtime.resourcemanager.gateway import TaskManagerInfo
+from flintlock.runtime.rest.messages_cluster import task_manager_details, task_manager_info
 from flintlock.runtime.rest.messages_vertices import (
+    aggregated_task_details,
     io_metrics_info,
     subtask_attempt_details,
     task_log_url,
@@ -115,56 +117,9 @@ def cluster_overview(overview: ClusterOverview, flink_version: str,
     }
 
 
-def _resource_profile() -> dict[str, Any]:
-    return {
-        "cpuCores": 0.0, "taskHeapMemory": 0, "taskOffHeapMemory": 0, "managedMemory": 0,
-        "networkMemory": 0, "extendedResources": {},
-    }
-
-
-_MEMORY_CONFIGURATION_KEYS = (
-    "frameworkHeap", "taskHeap", "frameworkOffHeap", "taskOffHeap", "networkMemory",
-    "managedMemory", "jvmMetaspace", "jvmOverhead", "totalFlinkMemory", "totalProcessMemory",
-)
-
-_TM_METRICS_KEYS = (
-    "heapUsed", "heapCommitted", "heapMax", "nonHeapUsed", "nonHeapCommitted", "nonHeapMax",
-    "directCount", "directUsed", "directMax", "mappedCount", "mappedUsed", "mappedMax",
-    "memorySegmentsAvailable", "memorySegmentsTotal", "nettyShuffleMemorySegmentsAvailable",
-    "nettyShuffleMemorySegmentsUsed", "nettyShuffleMemorySegmentsTotal",
-    "nettyShuffleMemoryAvailable", "nettyShuffleMemoryUsed", "nettyShuffleMemoryTotal",
-)
-
-
-def task_manager_info(tm: TaskManagerInfo) -> dict[str, Any]:
-    """One entry of ``GET /taskmanagers`` (Flink ``TaskManagerInfo``)."""
-    hw = tm.hardware
-    return {
-        "id": str(tm.resource_id),
-        "path": tm.address,
-        "dataPort": tm.data_port,
-        "jmxPort": -1,
-        "timeSinceLastHeartbeat": tm.last_heartbeat_ms,
-        "slotsNumber": tm.number_of_slots,
-        "freeSlots": tm.free_slots,
-        "totalResource": _resource_profile(),
-        "freeResource": _resource_profile(),
-        "hardware": {
-            "cpuCores": int(hw.get("cpuCores", 0)),
-            "physicalMemory": int(hw.get("physicalMemory", 0)),
-            "freeMemory": int(hw.get("freeMemory", 0)),
-            "managedMemory": int(hw.get("managedMemory", 0)),
-        },
-        "memoryConfiguration": dict.fromkeys(_MEMORY_CONFIGURATION_KEYS, 0),
-    }
-
-
-def task_manager_details(tm: TaskManagerInfo) -> dict[str, Any]:
-    """``GET /taskmanagers/:id`` (Flink ``TaskManagerDetailsInfo``: info plus slots and metrics)."""
-    body = task_manager_info(tm)
-    body["allocatedSlots"] = []
-    body["metrics"] = {**dict.fromkeys(_TM_METRICS_KEYS, 0), "garbageCollectors": []}
-    return body
+# ``GET /taskmanagers`` and ``GET /taskmanagers/:id`` (Flink ``TaskManagerInfo`` and
+# ``TaskManagerDetailsInfo``): ``task_manager_info`` and ``task_manager_details`` of
+# ``messages_cluster`` (re-exported here).
 
 
 # ---- job lists -------------------------------------------------------------------------------------
@@ -265,7 +220,7 @@ def job_plan_body(graph: ArchivedExecutionGraph) -> dict[str, Any]:
                 "parallelism": v.parallelism,
                 "operator": "",
                 "operator_strategy": "",
-                "description": v.name,
+                "description": plan_description(v.name),
                 "optimizer_properties": {},
             }
             for v in graph.vertices
@@ -438,18 +393,22 @@ def job_vertex_details(job_id: JobID, vertex: ArchivedJobVertex, now_ms: int) ->
     """``GET /jobs/:jobid/vertices/:vertexid`` (Flink ``JobVertexDetailsInfo``).
 
     Each subtask entry is the current attempt's ``SubtaskExecutionAttemptDetailsInfo`` (with the
-    ``log-file`` / ``log-url`` additions of :mod:`messages_vertices`).
+    ``log-file`` / ``log-url`` additions of :mod:`messages_vertices`); ``aggregated`` summarizes
+    them (``AggregatedTaskDetailsInfo``, as Flink's ``JobVertexDetailsHandler`` builds it).
     """
+    subtasks = [
+        subtask_attempt_details(job_id, s, now_ms, _attempt_numbers(vertex, s.subtask_index))
+        for s in sorted(vertex.subtasks, key=lambda s: s.subtask_index)
+    ]
     return {
         "id": str(vertex.id),
         "name": vertex.name,
         "maxParallelism": vertex.max_parallelism,
         "parallelism": vertex.parallelism,
         "now": now_ms,
-        "subtasks": [
-            subtask_attempt_details(job_id, s, now_ms, _attempt_numbers(vertex, s.subtask_index))
-            for s in sorted(vertex.subtasks, key=lambda s: s.subtask_index)
-        ],
+        "subtasks": subtasks,
+        "aggregated": aggregated_task_details([s["metrics"] for s in subtasks],
+                                              [s["status-duration"] for s in subtasks]),
     }
 
 

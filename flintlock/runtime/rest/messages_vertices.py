@@ -8,11 +8,24 @@
 flintlock additions to the attempt details (Flink clients ignore unknown fields): ``log-file`` and
 ``log-url`` (the attempt's task log on its TaskManager), ``failure`` (class and message of the
 error it failed with) and ``attempts`` (all attempt numbers known for the subtask).
+
+``host``: Flink 2.0 removed the deprecated ``host`` of subtask times, attempt details and
+subtask accumulators (FLINK-36355) and sends ``endpoint`` only, but the web dashboard of Flink
+2.0/2.1 still reads ``host`` (its subtask timeline shows ``"0 - undefined"``; fixed later by
+FLINK-40118, which reads ``endpoint``). flintlock sends both, with the same value, here and in
+the vertex TaskManagers, so dashboards before and after that fix show the TaskManager.
+
+``aggregated`` (Flink ``AggregatedTaskDetailsInfo``, ``aggregated_task_details``) summarizes the
+subtasks of a vertex, or of one TaskManager: per I/O number and per time spent in CREATED ..
+RUNNING, ``min``, ``max``, ``avg``, ``sum``, ``median``, ``p25``, ``p75`` and ``p95`` as Java
+longs, computed as Flink computes them (integer mean; percentiles by commons-math's default
+``Percentile`` estimation, truncated; all 0 without subtasks).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -26,10 +39,11 @@ from flintlock.runtime.executiongraph.archived import (
 from flintlock.runtime.ids import ExecutionAttemptID, JobID
 from flintlock.runtime.jobgraph.types import ExecutionState, JobType
 from flintlock.runtime.logs.task_logs import task_log_file_name_of
-from flintlock.runtime.metrics.task_metrics import aggregate, busy_time_ms
+from flintlock.runtime.metrics.task_metrics import busy_time_ms
 from flintlock.runtime.taskmanager.task_execution_state import IOMetrics
 
 __all__ = [
+    "aggregated_task_details",
     "io_metrics_info",
     "job_config_info",
     "subtask_attempt_details",
@@ -40,8 +54,11 @@ __all__ = [
 
 _UNASSIGNED = "(unassigned)"
 _STATUS_DURATION_STATES = ("CREATED", "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING")
-_IO_NUMBERS = ("read-bytes", "write-bytes", "read-records", "write-records",
-               "accumulated-busy-time")
+#: the I/O numbers ``AggregatedTaskDetailsInfo`` summarizes
+_AGGREGATED_METRICS = ("read-bytes", "write-bytes", "read-records", "write-records",
+                       "accumulated-backpressured-time", "accumulated-busy-time",
+                       "accumulated-idle-time")
+_PERCENTILES = (("median", 50.0), ("p25", 25.0), ("p75", 75.0), ("p95", 95.0))
 
 
 def task_log_url(task_manager: str, job_id: JobID | str, attempt_id: ExecutionAttemptID) -> str:
@@ -131,7 +148,9 @@ def subtask_attempt_details(job_id: JobID, execution: ArchivedExecution, now_ms:
         "status": execution.state.name,
         "attempt": execution.attempt_number,
         "endpoint": tm or _UNASSIGNED,
+        "host": tm or _UNASSIGNED,
         "start-time": start,
+        "start_time": start,
         "end-time": end,
         "duration": duration,
         "metrics": _attempt_io(execution, now_ms),
@@ -155,6 +174,7 @@ def subtask_times_info(vertex: ArchivedJobVertex, now_ms: int) -> dict[str, Any]
         subtasks.append({
             "subtask": sub.subtask_index,
             "endpoint": tm,
+            "host": tm,
             "duration": duration,
             "timestamps": {s.name: int(sub.state_timestamps.get(s.name, 0)) for s in ExecutionState},
             "attempt": sub.attempt_number,
@@ -163,8 +183,68 @@ def subtask_times_info(vertex: ArchivedJobVertex, now_ms: int) -> dict[str, Any]
     return {"id": str(vertex.id), "name": vertex.name, "now": now_ms, "subtasks": subtasks}
 
 
-def _stats(values: list[float]) -> dict[str, float]:
-    return aggregate(values, ("min", "max", "avg", "sum"))
+def _java_long(value: float) -> int:
+    """Java's ``(long) value``: truncated toward zero, NaN -> 0."""
+    return 0 if math.isnan(value) else int(value)
+
+
+def _percentile(ordered: list[int], percent: float) -> float:
+    """commons-math3 ``Percentile`` (default estimation, as Flink uses it) of sorted values."""
+    if not ordered:
+        return math.nan
+    n = len(ordered)
+    position = percent / 100.0 * (n + 1)
+    if n == 1 or position < 1:
+        return float(ordered[0])
+    if position >= n:
+        return float(ordered[-1])
+    low = int(math.floor(position))
+    return ordered[low - 1] + (position - low) * (ordered[low] - ordered[low - 1])
+
+
+def _statistics(values: list[int]) -> dict[str, int]:
+    """Flink ``AggregatedTaskDetailsInfo.MetricsStatistics.toMap`` of ``values``."""
+    total = sum(values)
+    ordered = sorted(values)
+    result = {
+        "min": ordered[0] if ordered else 0,
+        "max": ordered[-1] if ordered else 0,
+        # Java's long division truncates toward zero
+        "avg": (abs(total) // len(values)) * (1 if total >= 0 else -1) if values else 0,
+        "sum": total,
+    }
+    for name, percent in _PERCENTILES:
+        result[name] = _java_long(_percentile(ordered, percent))
+    return result
+
+
+def _aggregated_number(io: Mapping[str, Any], name: str) -> int:
+    value = float(io.get(name, 0))
+    if name == "accumulated-busy-time" and math.isnan(value):
+        return -1  # Flink: an unknown busy time counts as -1
+    return _java_long(value)
+
+
+def aggregated_task_details(ios: Sequence[Mapping[str, Any]],
+                            status_durations: Sequence[Mapping[str, int]]) -> dict[str, Any]:
+    """Flink ``AggregatedTaskDetailsInfo.create(ioMetricsInfos, statusDurations)``.
+
+    Args:
+        ios: the subtasks' ``IOMetricsInfo`` bodies (``io_metrics_info``).
+        status_durations: the subtasks' ``status-duration`` maps (state name -> ms).
+
+    Returns:
+        ``{"metrics": {<I/O number>: stats}, "status-duration": {<state>: stats}}`` where stats
+        is ``{"min", "max", "avg", "sum", "median", "p25", "p75", "p95"}`` (ints: bytes, records
+        or ms as the number is; see the module docstring).
+    """
+    return {
+        "metrics": {name: _statistics([_aggregated_number(io, name) for io in ios])
+                    for name in _AGGREGATED_METRICS},
+        "status-duration": {state: _statistics([int(d.get(state, 0)) for d in status_durations])
+                            for state in ("CREATED", "SCHEDULED", "INITIALIZING", "DEPLOYING",
+                                          "RUNNING")},
+    }
 
 
 def _task_manager_entry(tm: str, subtasks: list[ArchivedExecution], now_ms: int) -> dict[str, Any]:
@@ -185,6 +265,7 @@ def _task_manager_entry(tm: str, subtasks: list[ArchivedExecution], now_ms: int)
     durations = [_status_durations(s, now_ms) for s in subtasks]
     return {
         "endpoint": tm,
+        "host": tm,
         "taskmanager-id": tm,
         "status": aggregate_vertex_state([s.state for s in subtasks]).name,
         "start-time": start,
@@ -193,11 +274,7 @@ def _task_manager_entry(tm: str, subtasks: list[ArchivedExecution], now_ms: int)
         "metrics": io_metrics_info(total, all_terminal,
                                    sum(io["accumulated-busy-time"] for io in ios)),
         "status-counts": counts,
-        "aggregated": {
-            "metrics": {key: _stats([float(io[key]) for io in ios]) for key in _IO_NUMBERS},
-            "status-duration": {state: _stats([float(d[state]) for d in durations])
-                                for state in _STATUS_DURATION_STATES},
-        },
+        "aggregated": aggregated_task_details(ios, durations),
     }
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "default_spark_settings",
     "embedded_active_job_ids",
     "embedded_cancel_all_jobs",
+    "embedded_spark_context",
 ]
 
 log = logging.getLogger(__name__)
@@ -219,6 +220,13 @@ def embedded_active_job_ids() -> list[int] | None:
     if classic is None:
         return None
     return sorted(int(i) for i in classic.sparkContext.statusTracker().getActiveJobsIds())
+
+
+def embedded_spark_context() -> Any:
+    """The SparkContext of this process's embedded Connect server (None: no server here); what
+    ``jvm_status`` reads the server's JVM through."""
+    classic = _local_server.get("classic")
+    return None if classic is None else classic.sparkContext
 
 
 def embedded_cancel_all_jobs() -> None:

@@ -22,6 +22,7 @@ from flintlock.runtime.logs.files import LogChunk, LogInfo
 from flintlock.runtime.metrics.task_manager_metrics import TaskManagerMetricsSnapshot
 from flintlock.runtime.rpc.messages import Acknowledge
 from flintlock.runtime.rpc.service import oneway
+from flintlock.runtime.thread_dump import ThreadInfo
 
 __all__ = [
     "SlotOffer",
@@ -168,4 +169,9 @@ class TaskExecutorGateway(Protocol):
 
     async def request_metrics(self) -> TaskManagerMetricsSnapshot:
         """Process, slot and task metrics of this TaskManager (Flink's metric query service)."""
+        ...
+
+    async def request_thread_dump(self, max_depth: int) -> tuple[ThreadInfo, ...]:
+        """The threads of this TaskManager's process with up to ``max_depth`` frames each
+        (Flink ``TaskExecutorGateway.requestThreadDump``; ``flintlock.runtime.thread_dump``)."""
         ...

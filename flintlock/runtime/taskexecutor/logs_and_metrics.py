@@ -4,7 +4,8 @@
   log) or, when absent (a MiniCluster), a directory of its own: ``env.log.dir`` when set, else a
   temporary directory removed by ``close()``. Tasks find it as ``services["task_logs"]`` and write
   their per-attempt task logs into it.
-- Task metrics: a ``TaskMetricStore`` fed with every deployment and state change.
+- Task metrics: a ``TaskMetricStore`` fed with every deployment and state change; snapshots add
+  the process's ``Status.*`` metrics (``process_status.task_manager_status``).
 
 Used only from the TaskExecutor's mailbox (file reads run in a worker thread).
 """
@@ -19,14 +20,19 @@ from flintlock.config.options import LOG_DIR
 from flintlock.runtime.concurrency import run_blocking
 from flintlock.runtime.deployment import TaskDeploymentDescriptor
 from flintlock.runtime.logs.files import LogChunk, LogDirectory, LogInfo
-from flintlock.runtime.metrics.process import process_stats
+from flintlock.runtime.metrics.process import ProcessStats, process_stats
 from flintlock.runtime.metrics.task_manager_metrics import (
     TaskManagerMetricsSnapshot,
     TaskMetricStore,
 )
+from flintlock.runtime.taskexecutor.process_status import task_manager_status
 from flintlock.runtime.taskmanager.task_execution_state import TaskExecutionState
 
 __all__ = ["TaskExecutorLogsAndMetrics"]
+
+
+def _read_process() -> tuple[ProcessStats, dict[str, float]]:
+    return process_stats(), task_manager_status()
 
 
 class TaskExecutorLogsAndMetrics:
@@ -63,12 +69,16 @@ class TaskExecutorLogsAndMetrics:
     async def log(self, name: str | None, start: int, count: int) -> LogChunk:
         return await run_blocking(self.logs.read, name, int(start), int(count))
 
-    def snapshot(self, resource_id: str, now_ms: int, slots_total: int, slots_available: int,
-                 running_tasks: int) -> TaskManagerMetricsSnapshot:
+    async def snapshot(self, resource_id: str, now_ms: int, slots_total: int,
+                       slots_available: int, running_tasks: int) -> TaskManagerMetricsSnapshot:
+        """The TaskManager's metrics now; the process and its ``Status.*`` values are read in a
+        worker thread (/proc files, Py4J calls to an embedded Spark server)."""
+        tasks = self.task_metrics.samples()
+        process, status = await run_blocking(_read_process)
         return TaskManagerMetricsSnapshot(
-            resource_id=resource_id, now_ms=now_ms, process=process_stats(),
+            resource_id=resource_id, now_ms=now_ms, process=process,
             slots_total=slots_total, slots_available=slots_available,
-            running_tasks=running_tasks, tasks=self.task_metrics.samples(),
+            running_tasks=running_tasks, tasks=tasks, status=status,
         )
 
     def close(self) -> None:

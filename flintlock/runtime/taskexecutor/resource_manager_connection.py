@@ -12,7 +12,6 @@ older attempt are ignored. Runs in the owning endpoint's mailbox (its ``schedule
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,7 +27,7 @@ from flintlock.runtime.rpc.exceptions import RpcTimeout
 from flintlock.runtime.rpc.service import RpcService
 from flintlock.runtime.taskexecutor.exceptions import RegistrationTimeoutException
 
-__all__ = ["EstablishedResourceManagerConnection", "ResourceManagerConnection", "hardware_description"]
+__all__ = ["EstablishedResourceManagerConnection", "ResourceManagerConnection"]
 
 log = logging.getLogger(__name__)
 
@@ -165,15 +164,3 @@ async def _register_at(
                                 fencing_token=leader_id)
     response = await gateway.register_task_executor(registration, timeout=timeout_s)
     return gateway, response
-
-
-def hardware_description() -> dict[str, int]:
-    """CPU cores and physical/free memory of this machine, for the registration."""
-    hardware = {"cpuCores": os.cpu_count() or 1}
-    try:
-        pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-        hardware["physicalMemory"] = int(pages * page_size)
-        hardware["freeMemory"] = int(os.sysconf("SC_AVPHYS_PAGES") * page_size)
-    except (ValueError, OSError, AttributeError):
-        pass
-    return hardware

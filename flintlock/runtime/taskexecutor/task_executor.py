@@ -63,15 +63,16 @@ from flintlock.runtime.taskexecutor.gateway import SlotOffer, SlotReport
 from flintlock.runtime.taskexecutor.live_metrics_pusher import LiveMetricsPusher
 from flintlock.runtime.taskexecutor.logs_and_metrics import TaskExecutorLogsAndMetrics
 from flintlock.runtime.taskexecutor.partition_table import PartitionTable, delete_partition_uris
+from flintlock.runtime.taskexecutor.process_status import registration_resources
 from flintlock.runtime.taskexecutor.resource_manager_connection import (
     EstablishedResourceManagerConnection,
     ResourceManagerConnection,
-    hardware_description,
 )
 from flintlock.runtime.taskexecutor.slot.task_slot_table import TaskSlotTable
 from flintlock.runtime.taskexecutor.task_state_reporter import TaskStateReporter
 from flintlock.runtime.taskmanager.task import Task
 from flintlock.runtime.taskmanager.task_execution_state import TaskExecutionState
+from flintlock.runtime.thread_dump import ThreadInfo, thread_dump
 
 __all__ = ["TaskExecutor"]
 
@@ -155,7 +156,8 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
     metric queries are unfenced.
     """
 
-    UNFENCED_METHODS = frozenset({"request_log_list", "request_log", "request_metrics"})
+    UNFENCED_METHODS = frozenset({"request_log_list", "request_log", "request_metrics",
+                                  "request_thread_dump"})
 
     def __init__(
         self,
@@ -302,8 +304,8 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
             address=self.address,
             resource_id=self.resource_id,
             number_of_slots=self.number_of_slots,
-            hardware=hardware_description(),
             spark=dict(self._spark_info),
+            **registration_resources(self._configuration),
         )
 
     def _on_registered(self, rm: EstablishedResourceManagerConnection, generation: int) -> None:
@@ -577,9 +579,12 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
         return await self._observability.log(name, start, count)
 
     async def request_metrics(self) -> TaskManagerMetricsSnapshot:
-        return self._observability.snapshot(
+        return await self._observability.snapshot(
             str(self.resource_id), self.clock.now_ms(), self.number_of_slots,
             self._slot_report().free_slots(), self.number_of_running_tasks)
+
+    async def request_thread_dump(self, max_depth: int) -> tuple[ThreadInfo, ...]:
+        return thread_dump(max_depth)
 
     # ---- JobMaster connection ------------------------------------------------------------------
 

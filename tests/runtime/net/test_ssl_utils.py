@@ -83,3 +83,22 @@ def test_key_passwords_are_sensitive():
     conf = Configuration({"security.ssl.rest.key-password": "pw-1",
                           "security.ssl.internal.keystore-password": "pw-2"})
     assert "pw-1" not in repr(conf) and "pw-2" not in repr(conf)
+
+
+def test_web_submission_clients_get_the_rest_tls_keys_but_no_password(ca):
+    from flintlock.runtime.net.ssl_utils import rest_client_settings
+
+    assert rest_client_settings(Configuration()) == {}
+    server = ca.issue("jm", password="pw")
+    conf = Configuration({"security.ssl.rest.enabled": "true",
+                          "security.ssl.rest.keystore": str(server),
+                          "security.ssl.rest.key-password": "pw",
+                          "security.ssl.rest.truststore": str(ca.truststore)})
+    settings = rest_client_settings(conf)
+    assert settings == {"security.ssl.rest.enabled": "true",
+                        "security.ssl.rest.truststore": str(ca.truststore),
+                        "security.ssl.rest.authentication-enabled": "false",
+                        "security.ssl.rest.keystore": str(server)}
+    assert "pw" not in settings.values()
+    # what the client process builds from them verifies the server
+    assert rest_client_ssl_context(Configuration(settings)) is not None

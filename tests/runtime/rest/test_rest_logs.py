@@ -96,8 +96,8 @@ def test_range_header_and_download(tm_logs):
 
 def test_main_log_and_stdout(tm_logs):
     assert tm_logs.client.get(f"/taskmanagers/{TM}/log").text == "TaskExecutor started\n"
-    r = tm_logs.client.get(f"/taskmanagers/{TM}/stdout")
-    assert r.status_code == 404 and "task log" in r.json()["errors"][0]
+    r = tm_logs.client.get(f"/taskmanagers/{TM}/stdout")  # stdout goes to the process log
+    assert (r.status_code, r.text) == (200, "TaskExecutor started\n")
 
 
 @pytest.mark.parametrize("name", ["..%2F..%2Fetc%2Fpasswd", "%2Fetc%2Fpasswd", ".hidden",
@@ -143,6 +143,7 @@ def test_job_manager_logs(jm, prefix):
     body = jm.client.get(f"{prefix}/jobmanager/logs").json()
     assert [e["name"] for e in body["logs"]] == ["flintlock-jobmanager.log"]
     assert jm.client.get(f"{prefix}/jobmanager/log").text == "JobManager serving\n"
+    assert jm.client.get(f"{prefix}/jobmanager/stdout").text == "JobManager serving\n"
     assert jm.client.get(f"{prefix}/jobmanager/logs/flintlock-jobmanager.log",
                          params={"start": -8}).text == "serving\n"
     assert jm.client.get(f"{prefix}/jobmanager/logs/other.log").status_code == 404

@@ -146,8 +146,10 @@ def test_vertex_taskmanagers(job):
         "tm-1", "FINISHED", T0 + 20, T0 + 130)
     assert tm["status-counts"]["FINISHED"] == 2
     assert tm["metrics"]["write-records"] == 110
+    # Flink's AggregatedTaskDetailsInfo statistics (Java longs)
     assert tm["aggregated"]["metrics"]["write-records"] == {
-        "min": 50.0, "max": 60.0, "avg": 55.0, "sum": 110.0}
+        "min": 50, "max": 60, "avg": 55, "sum": 110, "median": 55, "p25": 50, "p75": 60,
+        "p95": 60}
 
 
 # ---- task metrics --------------------------------------------------------------------------------

@@ -96,6 +96,7 @@ from flintlock.runtime.taskmanager.task_execution_state import (
     TaskExecutionState,
     TaskResult,
 )
+from flintlock.runtime.thread_dump import ThreadInfo
 
 AUTH = RpcAuthenticator("test-secret")
 HEX32 = st.text(alphabet="0123456789abcdef", min_size=32, max_size=32)
@@ -286,6 +287,9 @@ def _gateway_messages() -> list[Any]:
         RegistrationResponse(False, None, "no"),
         ResourceRequirements(job, "grpc://h:1/jm", 3),
         TaskManagerInfo(rid, "grpc://h:2/te", 0, 2, 1, 123, {"cpuCores": 1}, {}),
+        TaskManagerInfo(rid, "grpc://h:2/te", 0, 2, 1, 123, {"cpuCores": 1}, {}, 2.0,
+                        {"taskHeap": 1 << 28}, (job,)),
+        (ThreadInfo("main", '"main" Id=1 RUNNABLE\n\n'),),
         ClusterOverview(ResourceOverview(2, 4, 1), 1, 2, 3, 4),
         SlotReport((SlotStatus(slot), SlotStatus(SlotID(rid, 2), AllocationID.generate(), job))),
         (SlotOffer(AllocationID.generate(), 0),),

@@ -6,7 +6,12 @@
 metrics of ``checkpoint.stats.checkpoint_metric_values``: ``numberOfCompletedCheckpoints``,
 ``lastCheckpointDuration`` (ms), ``lastCheckpointSize`` (bytes), ...),
 ``/taskmanagers/:tmid/metrics`` and ``/jobmanager/metrics``. Without ``get`` each lists the
-available metric ids. Names and meanings: ``flintlock.runtime.metrics``.
+available metric ids. Names and meanings: ``flintlock.runtime.metrics``. The TaskManager and
+JobManager lists include Flink's ``Status.*`` metrics that Flink's dashboard reads
+(``Status.JVM.Memory.*``, ``Status.JVM.GarbageCollector.*``, ``Status.JVM.CPU.*``, ...): a
+TaskManager's from its embedded Spark JVM or its Python process
+(``taskexecutor.process_status``), the JobManager's from its Python process
+(``metrics.status``).
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from flintlock.runtime.metrics.job_manager_metrics import (
     job_manager_metric_values,
     job_metric_values,
 )
-from flintlock.runtime.metrics.process import process_stats
+from flintlock.runtime.metrics.process import ProcessStats, process_stats
+from flintlock.runtime.metrics.status import python_status_values
 from flintlock.runtime.metrics.task_manager_metrics import task_manager_metric_values
 from flintlock.runtime.metrics.task_metrics import (
     TASK_METRICS,
@@ -129,8 +135,12 @@ async def task_manager_metric_list(taskmanagerid: str, ctx: Ctx,
     return _select(task_manager_metric_values(snapshot), get)
 
 
+def _job_manager_process() -> tuple[ProcessStats, dict[str, float]]:
+    return process_stats(), python_status_values()
+
+
 @router.get("/jobmanager/metrics", tags=["metrics"], summary="Metrics of the JobManager.")
 async def job_manager_metric_list(ctx: Ctx, get: Get = None) -> list[dict[str, str]]:
     overview = await ctx.dispatcher.request_cluster_overview()
-    stats = await run_blocking(process_stats)
-    return _select(job_manager_metric_values(overview, stats), get)
+    stats, status = await run_blocking(_job_manager_process)
+    return _select({**status, **job_manager_metric_values(overview, stats)}, get)

@@ -64,6 +64,13 @@ function operatorLines(name) {
   return [...ops.slice(0, MAX_OP_LINES - 1).map(clip), `+ ${ops.length - MAX_OP_LINES + 1} more`];
 }
 
+// A plan node's description is its vertex name HTML-escaped as Flink's JsonPlanGenerator writes
+// it ("a -&gt; b"); shown as text, it is unescaped first (never parsed as markup).
+function planName(description) {
+  return String(description || "").replace(/<br\/>/g, "\n").replace(/&#92;/g, "\\")
+    .replace(/&quot;/g, '"').replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+}
+
 function nodeHeight(lines) {
   return HEADER + 8 + lines.length * LINE + 8 + 3 * LINE + 10;
 }
@@ -78,14 +85,16 @@ export function layout(plan, vertices) {
   const placed = new Map();
   const heights = layers.map((layer) => layer.reduce((acc, n) => {
     const vertex = byVertex.get(n.id);
-    return acc + nodeHeight(operatorLines(vertex ? vertex.name : n.description)) + GAP_Y;
+    const name = vertex ? vertex.name : planName(n.description);
+    return acc + nodeHeight(operatorLines(name)) + GAP_Y;
   }, -GAP_Y));
   const tallest = Math.max(0, ...heights);
   layers.forEach((layer, d) => {
     let y = PAD + (tallest - heights[d]) / 2;
     for (const n of layer) {
-      const vertex = byVertex.get(n.id) || { id: n.id, name: n.description, status: "CREATED" };
-      const lines = operatorLines(vertex.name || n.description);
+      const vertex = byVertex.get(n.id)
+        || { id: n.id, name: planName(n.description), status: "CREATED" };
+      const lines = operatorLines(vertex.name || planName(n.description));
       const height = nodeHeight(lines);
       placed.set(n.id, { id: n.id, x: PAD + d * (W + GAP_X), y, h: height, lines, vertex, node: n });
       y += height + GAP_Y;

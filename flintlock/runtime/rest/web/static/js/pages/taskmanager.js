@@ -59,7 +59,7 @@ function detailsView(tm, rss) {
     ["Slots", `${tm.freeSlots ?? "-"} free of ${tm.slotsNumber ?? "-"}`],
     ["CPU cores", String(hw.cpuCores ?? "-")],
     ["Physical memory", bytes(hw.physicalMemory)],
-    ["Free memory", bytes(hw.freeMemory)],
+    ["Max heap", bytes(hw.freeMemory)],
     ["Process memory (RSS)", rss],
     ["Spark", sparkSummary(tm)],
   ]))];

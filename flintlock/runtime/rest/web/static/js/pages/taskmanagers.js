@@ -34,7 +34,7 @@ export default {
         h("td", null, h("a", { href: `#/taskmanagers/${seg(tm.id)}/logs` }, "Logs")));
     });
     return card(`Task Managers (${rows.length})`, table(["ID", "Address", "Last Heartbeat",
-      "Slots", "Free Slots", "CPU Cores", "Memory", "Free Memory", "Spark", "Logs"], rows,
+      "Slots", "Free Slots", "CPU Cores", "Memory", "Max Heap", "Spark", "Logs"], rows,
     { "data-testid": "taskmanagers" }));
   },
 };
