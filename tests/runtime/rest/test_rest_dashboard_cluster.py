@@ -140,6 +140,9 @@ def test_log_urls_point_at_the_dashboard_pages(tm_rest, prefix):
 @PREFIXES
 def test_job_manager_profiler_lists_the_runs_that_failed_at_once(rest, prefix):
     assert rest.client.get(f"{prefix}/jobmanager/profiler").json() == {"profilingList": []}
+    refused = rest.client.post(f"{prefix}/jobmanager/profiler", json={"mode": "CPU", "duration": 1})
+    assert refused.status_code == 401  # state-changing: needs the secret
+    rest.client.headers["Authorization"] = f"Bearer {rest.secret}"
     run = rest.client.post(f"{prefix}/jobmanager/profiler", json={"mode": "CPU", "duration": 10})
     assert run.status_code == 200
     info = run.json()
@@ -247,6 +250,9 @@ def test_task_manager_thread_dump_is_fetched_from_the_task_manager(tm_rest, pref
 def test_task_manager_profiler(tm_rest, prefix):
     path = f"{prefix}/taskmanagers/{TM}/profiler"
     assert tm_rest.client.get(path).json() == {"profilingList": []}
+    assert tm_rest.client.post(path, json={"mode": "CPU", "duration": 1}).status_code == 401
+    assert tm_rest.client.get(path).json() == {"profilingList": []}
+    tm_rest.client.headers["Authorization"] = f"Bearer {tm_rest.secret}"
     info = tm_rest.client.post(path, json={"mode": "ITIMER", "duration": 30}).json()
     assert info["status"] == "FAILED" and TM in info["message"]
     assert tm_rest.client.get(path).json()["profilingList"] == [info]

@@ -36,9 +36,10 @@ from flintlock.runtime.rest.messages_cluster import (
     thread_dump_info,
 )
 from flintlock.runtime.rest.observability import Obs, not_found_errors
-from flintlock.runtime.rest.openapi import LOG_FILE
+from flintlock.runtime.rest.openapi import LOG_FILE, SECURED
 from flintlock.runtime.rest.profiling import Profiling, ProfilingRequest
 from flintlock.runtime.rest.routing import Ctx, new_router, parse_id
+from flintlock.runtime.rest.security import authenticate
 from flintlock.runtime.thread_dump import thread_dump
 
 __all__ = ["router"]
@@ -71,10 +72,12 @@ async def job_manager_profiling_list(history: Profiling) -> dict[str, Any]:
     return {"profilingList": history.runs(_JOB_MANAGER)}
 
 
-@router.post("/jobmanager/profiler", tags=["jobmanager"],
-             summary="Asks for a profiling run of the JobManager (it fails: see rest.profiling).")
-async def job_manager_profiling(body: ProfilingRequest, history: Profiling,
+@router.post("/jobmanager/profiler", tags=["jobmanager"], openapi_extra=SECURED,
+             summary="Asks for a profiling run of the JobManager (it fails: see rest.profiling; "
+                     "needs the secret).")
+async def job_manager_profiling(body: ProfilingRequest, history: Profiling, request: Request,
                                 ctx: Ctx) -> dict[str, Any]:
+    authenticate(request, ctx.secret, "Profiling")
     return history.request(_JOB_MANAGER, _JOB_MANAGER, body, ctx.now_ms())
 
 

@@ -32,9 +32,10 @@ from flintlock.runtime.rest.errors import RestHandlerException
 from flintlock.runtime.rest.log_responses import LogReader, log_file_response
 from flintlock.runtime.rest.messages_cluster import thread_dump_info
 from flintlock.runtime.rest.observability import not_found_errors, parse_task_manager_id
-from flintlock.runtime.rest.openapi import LOG_FILE
+from flintlock.runtime.rest.openapi import LOG_FILE, SECURED
 from flintlock.runtime.rest.profiling import Profiling, ProfilingRequest
 from flintlock.runtime.rest.routing import Ctx, RestContext, new_router, parse_id
+from flintlock.runtime.rest.security import authenticate
 
 __all__ = ["LogRange", "dashboard_url", "log_file_name", "router"]
 
@@ -135,10 +136,12 @@ async def task_manager_profiling_list(taskmanagerid: str, ctx: Ctx,
     return {"profilingList": history.runs(str(tm.resource_id))}
 
 
-@router.post(_TM + "/profiler", tags=["taskmanagers"],
-             summary="Asks for a profiling run of a TaskManager (it fails: see rest.profiling).")
+@router.post(_TM + "/profiler", tags=["taskmanagers"], openapi_extra=SECURED,
+             summary="Asks for a profiling run of a TaskManager (it fails: see rest.profiling; "
+                     "needs the secret).")
 async def task_manager_profiling(taskmanagerid: str, body: ProfilingRequest, ctx: Ctx,
-                                 history: Profiling) -> dict[str, Any]:
+                                 history: Profiling, request: Request) -> dict[str, Any]:
+    authenticate(request, ctx.secret, "Profiling")
     tm = await _task_manager(ctx, taskmanagerid)
     return history.request(str(tm.resource_id), f"TaskManager {tm.resource_id}", body,
                            ctx.now_ms())
