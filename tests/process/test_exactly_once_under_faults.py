@@ -6,11 +6,12 @@ running count, event-time windows, and the ``carrier_alerts`` and ``departures``
 once with its seeded ``FaultPlan``: two task failures at records, a TaskManager SIGKILLed (and
 replaced), a checkpoint declined and a checkpoint expired (a TaskManager paused with SIGSTOP),
 each while the job runs. The committed output is exactly what the job computes without faults:
-no record lost, none duplicated.
+no record lost, none duplicated. (CI runs three of the four: see ``ALL_RUNS``.)
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,8 +39,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SessionCluster
         yield c
 
 
-@pytest.mark.parametrize("job, seed", [("running-counts", 11), ("windows", 12),
-                                       ("carrier-alerts", 13), ("departures", 14)])
+#: ``departures`` (event-time windows over the replayed flights) repeats what ``windows`` and
+#: ``carrier-alerts`` cover and is the slowest run (~2.5 min); CI skips it to stay near 30 min.
+#: FLINTLOCK_ALL_FAULT_RUNS=1 runs it; ``benchmarks/streaming/fault_runs.py`` runs all four.
+ALL_RUNS = os.environ.get("FLINTLOCK_ALL_FAULT_RUNS", "") == "1"
+
+
+@pytest.mark.parametrize("job, seed", [
+    ("running-counts", 11), ("windows", 12), ("carrier-alerts", 13),
+    pytest.param("departures", 14, marks=pytest.mark.skipif(
+        not ALL_RUNS, reason="covered by windows and carrier-alerts; FLINTLOCK_ALL_FAULT_RUNS=1")),
+])
 def test_committed_output_is_exactly_once_under_seeded_faults(
         cluster: SessionCluster, tmp_path: Path, job: str, seed: int) -> None:
     records, rate = SHORT[job]
