@@ -18,11 +18,12 @@ Two levels, both keyed with ``K = HMAC-SHA256(secret, "flintlock rpc key v1")``:
    call).
 
 What this gives: peer authentication, payload integrity, and no unauthenticated body reads. What it
-does not give: confidentiality (payloads and tokens travel in clear text) and protection against
-an on-path attacker replaying a captured request, or a captured call token within its 5-minute
-window (which lets that attacker make the server read bodies up to ``rpc.framesize`` bytes, which
-the payload tag then rejects). Run the cluster on a trusted network (or a VPN / service mesh with
-TLS) when that matters.
+does not give by itself: confidentiality (payloads and tokens travel in clear text) and protection
+against an on-path attacker replaying a captured request, or a captured call token within its
+5-minute window (which lets that attacker make the server read bodies up to ``rpc.framesize``
+bytes, which the payload tag then rejects). ``security.ssl.internal.enabled`` adds both: mutual
+TLS encrypts every call and admits only peers with a certificate of the cluster's CA
+(``net.ssl_utils``).
 
 Secrets: a process that binds only to loopback may run without a configured secret; it then uses a
 random secret generated once per process (``process_local_secret()``), which only peers in the same
