@@ -46,6 +46,7 @@ __all__ = [
     "CpuLoadSampler",
     "garbage_collectors",
     "memory_limit_bytes",
+    "physical_memory_bytes",
     "python_status_values",
 ]
 
@@ -147,7 +148,8 @@ def _proc_status(path: str = "/proc/self/status") -> dict[str, int]:
     return values
 
 
-def _physical_memory() -> int:
+def physical_memory_bytes() -> int:
+    """This machine's physical memory in bytes (``-1`` when unknown)."""
     try:
         return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):
@@ -169,7 +171,7 @@ def _cgroup_limit() -> int | None:
 def memory_limit_bytes() -> int:
     """What this process may use: its cgroup limit, else ``RLIMIT_AS``, else physical memory
     (the smallest that is set; ``-1`` when none is known)."""
-    physical = _physical_memory()
+    physical = physical_memory_bytes()
     limits = [v for v in (_cgroup_limit(), _rlimit_as(), physical) if v is not None and v > 0]
     return min(limits) if limits else -1
 

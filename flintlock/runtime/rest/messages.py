@@ -29,7 +29,6 @@ from flintlock.runtime.executiongraph.archived import (
 from flintlock.runtime.ids import JobID
 from flintlock.runtime.jobgraph.json_plan import plan_description
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus
-from flintlock.runtime.rest.messages_cluster import task_manager_details, task_manager_info
 from flintlock.runtime.rest.messages_vertices import (
     aggregated_task_details,
     io_metrics_info,
@@ -52,8 +51,6 @@ __all__ = [
     "job_plan_body",
     "job_vertex_details",
     "multiple_jobs_details",
-    "task_manager_details",
-    "task_manager_info",
 ]
 
 #: Flink's ``JobExceptionsHandler.MAX_NUMBER_EXCEPTION_TO_REPORT``.
@@ -115,11 +112,6 @@ def cluster_overview(overview: ClusterOverview, flink_version: str,
         "flink-version": flink_version,
         "flink-commit": flink_commit,
     }
-
-
-# ``GET /taskmanagers`` and ``GET /taskmanagers/:id`` (Flink ``TaskManagerInfo`` and
-# ``TaskManagerDetailsInfo``): ``task_manager_info`` and ``task_manager_details`` of
-# ``messages_cluster`` (re-exported here).
 
 
 # ---- job lists -------------------------------------------------------------------------------------

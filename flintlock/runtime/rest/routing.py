@@ -1,4 +1,5 @@
-"""What every handler shares: the ``RestContext``, the error-mapping route class, id parsing."""
+"""What every handler shares: the ``RestContext``, the error-mapping route class, id parsing,
+bounded request bodies."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from flintlock.runtime.dispatcher.gateway import DispatcherGateway
 from flintlock.runtime.ids import HexID
 from flintlock.runtime.rest.errors import RestHandlerException, error_response
 
-__all__ = ["Ctx", "FlinkRoute", "RestContext", "new_router", "parse_id", "rest_context", "wall_clock_ms"]
+__all__ = ["Ctx", "FlinkRoute", "RestContext", "check_declared_length", "new_router", "parse_id",
+           "read_body", "rest_context", "too_large", "wall_clock_ms"]
 
 _H = TypeVar("_H", bound=HexID)
 
@@ -92,3 +94,41 @@ def parse_id(id_type: type[_H], parameter: str, text: str) -> _H:
         raise RestHandlerException(
             400, f"Bad request, could not parse path parameter {parameter}: {exc}"
         ) from None
+
+
+def too_large(limit: int, what: str = "The request body") -> RestHandlerException:
+    """413 naming ``rest.server.max-content-length`` (``limit`` bytes)."""
+    return RestHandlerException(
+        413, f"{what} exceeds rest.server.max-content-length ({limit} bytes).")
+
+
+def check_declared_length(request: Request, limit: int, what: str = "The request body") -> None:
+    """413 when the ``Content-Length`` header already says more than ``limit`` bytes, before any
+    byte of the body is read; 400 when the header is not a number. Compared on its digits: an
+    ``int()`` of thousands of digits would raise."""
+    declared = request.headers.get("content-length")
+    if declared is None:
+        return
+    digits = declared.strip()
+    if not (digits.isascii() and digits.isdigit()):
+        raise RestHandlerException(400, f"Bad request, invalid Content-Length {declared[:40]!r}.")
+    digits = digits.lstrip("0") or "0"
+    if len(digits) > len(str(limit)) or int(digits) > limit:
+        raise too_large(limit, what)
+
+
+async def read_body(request: Request, limit: int, what: str = "The request body") -> bytes:
+    """The whole body, at most ``limit`` bytes (413 as soon as more arrives).
+
+    Raises:
+        RestHandlerException: 413 past ``limit``; 400 for a malformed ``Content-Length``.
+    """
+    check_declared_length(request, limit, what)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_large(limit, what)
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -14,18 +14,19 @@
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
-import json
 import socket
 from collections.abc import Iterable
 
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from flintlock.config import Configuration
 from flintlock.config.options import REST_ADDRESS, REST_ALLOWED_HOSTS, REST_BIND_ADDRESS
-from flintlock.runtime.rest.errors import RestHandlerException
+from flintlock.runtime.rest.errors import RestHandlerException, error_body
 
 __all__ = ["HostCheckMiddleware", "allowed_host_names", "authenticate", "host_name_of"]
 
@@ -71,6 +72,12 @@ def _is_ip(host: str) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=1)
+def _machine_names() -> tuple[str, str]:
+    """This machine's host name and FQDN (``getfqdn`` may ask DNS: once per process)."""
+    return socket.gethostname(), socket.getfqdn()
+
+
 def allowed_host_names(configuration: Configuration,
                        machine_names: Iterable[str] | None = None) -> frozenset[str] | None:
     """The ``Host`` names the REST server answers to (besides IP addresses); None: any.
@@ -83,7 +90,7 @@ def allowed_host_names(configuration: Configuration,
     if "*" in extra:
         return None
     if machine_names is None:
-        machine_names = (socket.gethostname(), socket.getfqdn())
+        machine_names = _machine_names()
     names = {"localhost", str(configuration.get(REST_ADDRESS)),
              str(configuration.get(REST_BIND_ADDRESS)), *machine_names, *extra}
     return frozenset(host_name_of(n) for n in names if n)
@@ -113,11 +120,8 @@ class HostCheckMiddleware:
             await self.app(scope, receive, send)
             return
         shown = header[:100] or "(none)"
-        body = json.dumps({"errors": [
+        response = JSONResponse(error_body(
             f"Bad request, Host {shown!r} is not a name of this JobManager; add it to "
-            "rest.server.allowed-hosts if clients reach the REST server under that name."
-        ]}).encode("utf-8")
-        await send({"type": "http.response.start", "status": 400, "headers": [
-            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-        ]})
-        await send({"type": "http.response.body", "body": body})
+            "rest.server.allowed-hosts if clients reach the REST server under that name."),
+            status_code=400)
+        await response(scope, receive, send)

@@ -24,7 +24,11 @@ from typing import Any
 
 from flintlock.config.configuration import Configuration
 from flintlock.config.options import TM_CPU_CORES
-from flintlock.runtime.metrics.status import memory_limit_bytes, python_status_values
+from flintlock.runtime.metrics.status import (
+    memory_limit_bytes,
+    physical_memory_bytes,
+    python_status_values,
+)
 from flintlock.runtime.spark.jvm_status import (
     embedded_jvm_heap_max,
     embedded_jvm_memory,
@@ -45,13 +49,6 @@ _SHUFFLE_NETTY = tuple(
         "AvailableMemory", "UsedMemory", "TotalMemory"))
 
 
-def _physical_memory() -> int:
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return 0
-
-
 def registration_resources(configuration: Configuration) -> dict[str, Any]:
     """``hardware``, ``cpu_cores`` and ``memory`` of a ``TaskExecutorRegistration`` (bytes).
 
@@ -62,7 +59,7 @@ def registration_resources(configuration: Configuration) -> dict[str, Any]:
     heap = embedded_jvm_heap_max() if jvm is not None else None
     hardware = {
         "cpuCores": os.cpu_count() or 1,
-        "physicalMemory": _physical_memory(),
+        "physicalMemory": max(0, physical_memory_bytes()),
         "freeMemory": heap if heap is not None else max(0, memory_limit_bytes()),
         "managedMemory": memory["managedMemory"],
     }

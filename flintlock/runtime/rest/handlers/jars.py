@@ -34,7 +34,14 @@ from flintlock.runtime.rest.jar_store import (
 from flintlock.runtime.rest.multipart import FilePartParser, MultipartError, boundary_of
 from flintlock.runtime.rest.observability import Obs
 from flintlock.runtime.rest.openapi import SECURED
-from flintlock.runtime.rest.routing import Ctx, RestContext, new_router
+from flintlock.runtime.rest.routing import (
+    Ctx,
+    RestContext,
+    check_declared_length,
+    new_router,
+    read_body,
+    too_large,
+)
 from flintlock.runtime.rest.security import authenticate
 
 __all__ = ["router"]
@@ -72,30 +79,7 @@ def _authenticate(request: Request, ctx: RestContext) -> None:
     authenticate(request, ctx.secret, "Uploading, running and deleting programs")
 
 
-def _too_large(limit: int) -> RestHandlerException:
-    return RestHandlerException(
-        413, f"The upload exceeds rest.server.max-content-length ({limit} bytes).")
-
-
-def _check_declared_length(request: Request, limit: int) -> None:
-    """413 when the ``Content-Length`` header already says more than ``limit`` bytes."""
-    declared = request.headers.get("content-length", "").strip()
-    if declared.isascii() and declared.isdigit():
-        digits = declared.lstrip("0") or "0"  # int() of thousands of digits would raise
-        if len(digits) > len(str(limit)) or int(digits) > limit:
-            raise _too_large(limit)
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    _check_declared_length(request, limit)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(limit)
-        chunks.append(chunk)
-    return b"".join(chunks)
+_UPLOAD = "The upload"
 
 
 async def _receive_program(request: Request, store: JarStore,
@@ -114,7 +98,7 @@ async def _receive_program(request: Request, store: JarStore,
         boundary = boundary_of(request.headers.get("content-type"))
     except MultipartError as exc:
         raise RestHandlerException(400, f"Bad request: {exc}.") from None
-    _check_declared_length(request, limit)
+    check_declared_length(request, limit, _UPLOAD)
     uploads: list[ProgramUpload] = []
 
     def open_sink(filename: str) -> ProgramUpload:  # in the worker thread
@@ -128,7 +112,7 @@ async def _receive_program(request: Request, store: JarStore,
         async for chunk in request.stream():
             size += len(chunk)
             if size > limit:
-                raise _too_large(limit)
+                raise too_large(limit, _UPLOAD)
             batch.append(chunk)
             batched += len(chunk)
             if batched >= _UPLOAD_BATCH_BYTES:
@@ -203,7 +187,7 @@ async def run_jar(
         program = await run_blocking(obs.jars.get, jarid)
     except JarNotFoundException as exc:
         raise _not_found(exc) from None
-    raw = await _read_body(request, 1 << 20)
+    raw = await read_body(request, 1 << 20, _UPLOAD)
     try:
         body = json.loads(raw) if raw.strip() else None
         run_request = parse_run_request(body, program_arg, parallelism)

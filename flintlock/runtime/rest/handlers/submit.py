@@ -18,7 +18,7 @@ from fastapi import Request
 from flintlock.runtime.rest.errors import RestHandlerException
 from flintlock.runtime.rest.multipart import MultipartError, boundary_of, parse_multipart
 from flintlock.runtime.rest.openapi import SECURED
-from flintlock.runtime.rest.routing import Ctx, new_router
+from flintlock.runtime.rest.routing import Ctx, new_router, read_body
 from flintlock.runtime.rest.security import authenticate
 from flintlock.runtime.rest.submission import (
     JOB_GRAPH_FILE_NAME,
@@ -60,28 +60,6 @@ _OPENAPI_BODY = {
 }
 
 
-def _too_large(limit: int) -> RestHandlerException:
-    return RestHandlerException(
-        413, f"The request body exceeds rest.server.max-content-length ({limit} bytes).")
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        if not declared.strip().isdigit():
-            raise RestHandlerException(400, f"Bad request, invalid Content-Length {declared!r}.")
-        if int(declared) > limit:
-            raise _too_large(limit)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(limit)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 @router.post("/jobs", status_code=202, tags=["jobs"], openapi_extra={**_OPENAPI_BODY, **SECURED},
              summary="Submits a job (multipart: request JSON + job.graph; needs the secret).")
 async def submit_job(request: Request, ctx: Ctx) -> dict[str, Any]:
@@ -90,7 +68,7 @@ async def submit_job(request: Request, ctx: Ctx) -> dict[str, Any]:
         boundary = boundary_of(request.headers.get("content-type"))
     except MultipartError as exc:
         raise RestHandlerException(400, f"Bad request: {exc}.") from None
-    body = await _read_body(request, ctx.max_content_length)
+    body = await read_body(request, ctx.max_content_length)
     try:
         parts = parse_multipart(body, boundary)
     except MultipartError as exc:

@@ -27,10 +27,13 @@ from flintlock.runtime.ids import JobID, ResourceID
 from flintlock.runtime.logs.exceptions import LogFileNotFoundException
 from flintlock.runtime.logs.files import LogChunk, check_log_file_name
 from flintlock.runtime.resourcemanager.gateway import TaskManagerInfo
-from flintlock.runtime.rest import messages
 from flintlock.runtime.rest.errors import RestHandlerException
 from flintlock.runtime.rest.log_responses import LogReader, log_file_response
-from flintlock.runtime.rest.messages_cluster import thread_dump_info
+from flintlock.runtime.rest.messages_cluster import (
+    task_manager_details,
+    task_manager_info,
+    thread_dump_info,
+)
 from flintlock.runtime.rest.observability import not_found_errors, parse_task_manager_id
 from flintlock.runtime.rest.openapi import LOG_FILE, SECURED
 from flintlock.runtime.rest.profiling import Profiling, ProfilingRequest
@@ -98,7 +101,7 @@ async def _task_manager(ctx: RestContext, taskmanagerid: str) -> TaskManagerInfo
 @router.get("/taskmanagers", tags=["taskmanagers"], summary="Overview of all TaskManagers.")
 async def task_managers(ctx: Ctx) -> dict[str, Any]:
     infos = await ctx.dispatcher.request_task_manager_infos()
-    return {"taskmanagers": [_with_spark(messages.task_manager_info(tm), tm) for tm in infos]}
+    return {"taskmanagers": [_with_spark(task_manager_info(tm), tm) for tm in infos]}
 
 
 async def _status(ctx: RestContext, tm: TaskManagerInfo) -> dict[str, float]:
@@ -115,7 +118,7 @@ async def _status(ctx: RestContext, tm: TaskManagerInfo) -> dict[str, float]:
 @router.get(_TM, tags=["taskmanagers"], summary="Details of one TaskManager.")
 async def task_manager(taskmanagerid: str, ctx: Ctx) -> dict[str, Any]:
     tm = await _task_manager(ctx, taskmanagerid)
-    return _with_spark(messages.task_manager_details(tm, await _status(ctx, tm)), tm)
+    return _with_spark(task_manager_details(tm, await _status(ctx, tm)), tm)
 
 
 @router.get(_TM + "/thread-dump", tags=["taskmanagers"],
