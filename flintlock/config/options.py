@@ -426,6 +426,11 @@ REST_SERVER_MAX_CONNECTIONS = option(
     "are open (its own included), or more requests than this are in flight, is answered 503 "
     "Service Unavailable (flintlock's own key).")
 WEB_SUBMIT = option("web.submit.enable", True, _bool, "Allow job submission from the web UI.")
+WEB_FLINK_DASHBOARD = option(
+    "web.flink-dashboard.path", None, _str,
+    "Apache Flink's own web dashboard, served by the JobManager at /flink/ next to flintlock's at "
+    "/ (flintlock's own key): a flink-dist jar (its web/ folder), a FLINK_HOME (lib/flink-dist-*.jar) "
+    "or a directory holding the dashboard's index.html. Unset: not served.")
 CLUSTER_STATE_DIR = option(
     "cluster.state-dir", None, _str,
     "Directory of a standalone cluster's pid files, logs and port files "

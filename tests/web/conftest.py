@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,10 +33,24 @@ def require_chromium() -> None:
         pytest.skip(reason)
 
 
+def flink_dashboard_home() -> Path | None:
+    """The FLINK_HOME whose flink-dist jar holds Apache Flink's dashboard (``flink_home``
+    downloads it once per checkout); None when PyPI cannot be reached (outside CI)."""
+    from flink_home import flink_home
+
+    try:
+        return flink_home()
+    except pytest.skip.Exception as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI must be able to download Apache Flink's dashboard: {exc}", pytrace=False)
+        return None
+
+
 @pytest.fixture(scope="session")
 def web_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     require_chromium()
-    yield from web_cluster_state(tmp_path_factory.mktemp("web-cluster"))
+    yield from web_cluster_state(tmp_path_factory.mktemp("web-cluster"),
+                                 flink_dashboard=flink_dashboard_home())
 
 
 @pytest.fixture(scope="session")

@@ -474,12 +474,16 @@ def test_a_checkpoint_expands_to_its_operators_and_an_operator_to_its_subtasks(
     expect(page.locator("[data-testid=checkpoint-operators]")).to_have_count(0)
 
 
-def test_a_batch_job_says_checkpointing_is_not_enabled(open_page: Callable[..., Any]) -> None:
+@pytest.mark.parametrize("config", [
+    _checkpoint_config(2**63 - 1),  # what flintlock answers, as Flink does
+    (404, {"errors": [f"Checkpointing is not enabled for this job ({JID})."]}),  # older servers
+], ids=["periodic-checkpoints-off", "not-found"])
+def test_a_batch_job_says_checkpointing_is_not_enabled(open_page: Callable[..., Any],
+                                                       config: Any) -> None:
     page, site = open_page({
         f"jobs/{JID}": _job("BATCH", "FINISHED"),
         f"jobs/{JID}/checkpoints": _stats([]),
-        f"jobs/{JID}/checkpoints/config": (404, {"errors": [
-            f"Checkpointing is not enabled for this job ({JID})."]}),
+        f"jobs/{JID}/checkpoints/config": config,
     }, f"#/jobs/{JID}/checkpoints")
     expect(page.locator("[data-testid=checkpointing-disabled]")).to_have_text(
         "Checkpointing is not enabled for this job.")

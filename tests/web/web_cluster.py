@@ -27,13 +27,18 @@ def launch_chromium(playwright: Any) -> Any:
                                       args=CHROMIUM_ARGS)
 
 
-def web_cluster_state(state: Path, task_managers: int = 1,
-                      refresh: str = REFRESH) -> Iterator[dict[str, Any]]:
+def web_cluster_state(state: Path, task_managers: int = 1, refresh: str = REFRESH,
+                      flink_dashboard: Path | None = None) -> Iterator[dict[str, Any]]:
     """``flintlock cluster start`` (2 slots per TaskManager) whose dashboard refreshes every
-    ``refresh`` (set in a config.yaml); yields cluster_helpers' info plus ``secret``."""
+    ``refresh`` (set in a config.yaml) and, given ``flink_dashboard`` (a FLINK_HOME), which also
+    serves Apache Flink's dashboard at ``/flink/``; yields cluster_helpers' info plus ``secret``
+    and ``flink_dashboard`` (bool)."""
     conf = state / "conf"
     conf.mkdir(parents=True, exist_ok=True)
-    (conf / "config.yaml").write_text(f"web.refresh-interval: {refresh}\n")
+    lines = [f"web.refresh-interval: {refresh}"]
+    if flink_dashboard is not None:
+        lines.append(f"web.flink-dashboard.path: {flink_dashboard}")
+    (conf / "config.yaml").write_text("\n".join(lines) + "\n")
     previous = os.environ.get("FLINTLOCK_CONF_DIR")
     os.environ["FLINTLOCK_CONF_DIR"] = str(conf)
     try:
@@ -45,6 +50,7 @@ def web_cluster_state(state: Path, task_managers: int = 1,
         else:
             os.environ["FLINTLOCK_CONF_DIR"] = previous
     info["secret"] = (state / "cluster" / "secret").read_text().strip()
+    info["flink_dashboard"] = flink_dashboard is not None
     try:
         yield info
     finally:

@@ -104,6 +104,13 @@ class ArchivedExecution(AttemptIdentity):
     #: live metrics while RUNNING (streaming tasks; ``metrics.live_task_metrics``)
     live: LiveTaskMetrics | None = None
 
+    @property
+    def metrics_complete(self) -> bool:
+        """Whether ``metrics`` are known: final for an ended attempt, the last live report for a
+        running one (Flink ``MutableIOMetrics``: a running attempt's counts are complete when its
+        metrics could be fetched; REST ``*-complete``, the dashboards' "loading...")."""
+        return self.state.is_terminal() or self.live is not None
+
     def start_time(self) -> int:
         return self.state_timestamps.get("DEPLOYING", -1)
 

@@ -4,7 +4,9 @@ Every route is served under ``/v1/<path>`` (what Flink's Java ``RestClient`` cal
 OpenAPI document at ``/openapi.json`` lists) and under ``/<path>`` (what the web dashboard calls).
 Handlers only await the ``DispatcherGateway``; run the app in the JobManager's event loop
 (``RestServer``) so those awaits reach the Dispatcher's mailbox directly. Errors are always
-Flink's ``{"errors": [...]}`` (``flintlock.runtime.rest.errors``).
+Flink's ``{"errors": [...]}`` (``flintlock.runtime.rest.errors``). Flintlock's dashboard is served at
+``/``; Apache Flink's own, when ``web.flink-dashboard.path`` is set, at ``/flink/`` (with the API
+under ``/flink/<path>`` as well: ``rest.web.flink_dashboard``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from flintlock.runtime.rest.openapi import install as install_openapi
 from flintlock.runtime.rest.routing import RestContext, wall_clock_ms
 from flintlock.runtime.rest.security import HostCheckMiddleware, allowed_host_names
 from flintlock.runtime.rest.web import mount_web_ui
+from flintlock.runtime.rest.web.flink_dashboard import mount_flink_dashboard
 
 __all__ = ["API_VERSION_PREFIX", "create_app"]
 
@@ -64,6 +67,7 @@ def create_app(
     Args:
         dispatcher: the gateway every handler calls.
         configuration: cluster configuration (``web.*``, ``rest.server.max-content-length``).
+            Raises ValueError when ``web.flink-dashboard.path`` names no Flink dashboard.
         secret: ``security.cluster.secret``; ``POST /jobs``, web submission, savepoints, stop and
             ``DELETE /cluster`` require it as a bearer token (``rest.security``). ``None``
             disables them (answered 401). Requests whose ``Host`` header names another site are
@@ -100,12 +104,14 @@ def create_app(
         job_manager_logs=job_manager_logs,
         jars=JarStore(configuration.get(WEB_UPLOAD_DIR)),
     )
-    for router in (cluster.router, jobs.router, submit.router, metrics.router, vertices.router,
-                   streaming.router, checkpoints.router, savepoints.router, taskmanagers.router,
-                   jobmanager.router, jars.router):
+    routers = (cluster.router, jobs.router, submit.router, metrics.router, vertices.router,
+               streaming.router, checkpoints.router, savepoints.router, taskmanagers.router,
+               jobmanager.router, jars.router)
+    for router in routers:
         app.include_router(router, prefix=API_VERSION_PREFIX)
         app.include_router(router, include_in_schema=False)
     mount_web_ui(app, configuration)
+    mount_flink_dashboard(app, configuration, routers)
     install_openapi(app)
     app.add_middleware(HeadAsGetMiddleware)
     app.add_middleware(HostCheckMiddleware, allowed=allowed_host_names(configuration))

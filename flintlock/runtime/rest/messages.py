@@ -175,7 +175,7 @@ def _vertex_times(vertex: ArchivedJobVertex, now_ms: int) -> tuple[int, int, int
 
 def _vertex_info(vertex: ArchivedJobVertex, now_ms: int) -> dict[str, Any]:
     start, end, duration = _vertex_times(vertex, now_ms)
-    complete = bool(vertex.subtasks) and all(s.state.is_terminal() for s in vertex.subtasks)
+    complete = bool(vertex.subtasks) and all(s.metrics_complete for s in vertex.subtasks)
     return {
         "id": str(vertex.id),
         "slotSharingGroupId": _slot_sharing_group_id(vertex.slot_sharing_group),

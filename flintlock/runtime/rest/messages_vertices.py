@@ -133,7 +133,7 @@ def _status_durations(execution: ArchivedExecution, now_ms: int) -> dict[str, in
 
 def _attempt_io(execution: ArchivedExecution, now_ms: int) -> dict[str, Any]:
     busy = busy_time_ms(execution.state, execution.state_timestamps, now_ms)
-    return io_metrics_info(execution.metrics, execution.state.is_terminal(), busy)
+    return io_metrics_info(execution.metrics, execution.metrics_complete, busy)
 
 
 def subtask_attempt_details(job_id: JobID, execution: ArchivedExecution, now_ms: int,
@@ -271,7 +271,7 @@ def _task_manager_entry(tm: str, subtasks: list[ArchivedExecution], now_ms: int)
         "start-time": start,
         "end-time": end,
         "duration": duration,
-        "metrics": io_metrics_info(total, all_terminal,
+        "metrics": io_metrics_info(total, all(s.metrics_complete for s in subtasks),
                                    sum(io["accumulated-busy-time"] for io in ios)),
         "status-counts": counts,
         "aggregated": aggregated_task_details(ios, durations),

@@ -38,7 +38,9 @@ __all__ = [
     "DEFAULT_GC",
     "embedded_java_options",
     "SparkSessionProvider",
+    "EMBEDDED_HEARTBEAT_INTERVAL",
     "cancel_jobs_with_connect_tag",
+    "connect_job_tag",
     "default_spark_settings",
     "embedded_active_job_ids",
     "embedded_cancel_all_jobs",
@@ -152,6 +154,10 @@ def embedded_java_options(extra: str) -> str:
     return options
 
 
+#: ``spark.executor.heartbeatInterval`` of the embedded server unless set (Spark's: 10s)
+EMBEDDED_HEARTBEAT_INTERVAL = "3s"
+
+
 def _start_local_server(master: str, settings: dict[str, str]) -> int:
     """Start (once per process) the embedded Connect server; return its gRPC port."""
     with _server_lock:
@@ -168,6 +174,9 @@ def _start_local_server(master: str, settings: dict[str, str]) -> int:
         opts = dict(settings)
         opts["spark.connect.grpc.binding.port"] = "0"
         opts["spark.connect.grpc.binding.address"] = "127.0.0.1"
+        # running Spark tasks report their input metrics to the status store this often, which
+        # the live I/O of running subtasks reads (spark_progress); Spark's default is 10 s
+        opts.setdefault("spark.executor.heartbeatInterval", EMBEDDED_HEARTBEAT_INTERVAL)
         opts["spark.driver.extraJavaOptions"] = embedded_java_options(
             opts.get("spark.driver.extraJavaOptions", ""))
         os.environ["SPARK_LOCAL_REMOTE"] = "1"
@@ -200,15 +209,26 @@ def cancel_jobs_with_connect_tag(session: Any, tag: str, reason: str) -> bool:
     if classic is None:
         return False
     try:
-        jvm = classic._jvm
-        tags = getattr(jvm, "org.apache.spark.sql.connect.service.ExecuteSessionTag$")
-        user_id = getattr(session.client, "_user_id", None) or ""
-        job_tag = getattr(tags, "MODULE$").apply(user_id, session.session_id, tag)
-        classic.sparkContext._jsc.sc().cancelJobsWithTag(job_tag, reason)
+        classic.sparkContext._jsc.sc().cancelJobsWithTag(connect_job_tag(session, tag), reason)
         return True
     except Exception:
         log.debug("cancelling the Spark jobs tagged %s failed", tag, exc_info=True)
         return False
+
+
+def connect_job_tag(session: Any, tag: str) -> str:
+    """The SparkContext job tag of ``session``'s operations tagged ``tag`` on this process's
+    embedded server (Spark Connect ``ExecuteSessionTag(userId, sessionId, tag)``).
+
+    Raises:
+        RuntimeError: there is no embedded server in this process.
+    """
+    classic = _local_server.get("classic")
+    if classic is None:
+        raise RuntimeError("no embedded Spark Connect server in this process")
+    tags = getattr(classic._jvm, "org.apache.spark.sql.connect.service.ExecuteSessionTag$")
+    user_id = getattr(session.client, "_user_id", None) or ""
+    return str(getattr(tags, "MODULE$").apply(user_id, session.session_id, tag))
 
 
 def embedded_active_job_ids() -> list[int] | None:

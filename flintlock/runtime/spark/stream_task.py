@@ -9,7 +9,8 @@ One attempt = Spark operations under one tag (derived from ``str(attempt_id)``; 
 thread-local in the Connect client, so only this thread's operations carry it). ``cancel()`` sets a
 flag and, until ``invoke()`` returned, repeats ``interruptTag`` and cancels the tag's Spark jobs on
 the embedded server (an interrupt swallowed during planning would leave the job running);
-``invoke()`` then raises ``TaskCancelledError``. Each output is
+``invoke()`` then raises ``TaskCancelledError``. While it runs, ``stats`` counts what its Spark
+jobs read and wrote so far (``spark_progress``: live I/O for REST, the CLI and Prometheus). Each output is
 one DataFrame plan ending in its partition write (Spark-written Parquet; or, when the subtask's
 input is estimated below ``taskmanager.network.blocking.arrow-partition-threshold`` and its chain
 cannot multiply rows, one collect whose Arrow batches the TaskManager writes as Arrow IPC files:
@@ -66,6 +67,7 @@ from flintlock.runtime.spark.partitions import (
     write_partition,
 )
 from flintlock.runtime.spark.session import cancel_jobs_with_connect_tag
+from flintlock.runtime.spark.spark_progress import SparkTaskProgress
 from flintlock.runtime.taskmanager.invokable import RuntimeEnvironment, TaskCancelledError
 from flintlock.runtime.taskmanager.task_execution_state import IOMetrics, TaskResult
 
@@ -103,6 +105,8 @@ class SparkStreamTask:
         self._spark: Any = None
         self._lock = threading.Lock()
         self._canceler: threading.Thread | None = None
+        #: live counters while the Spark work runs (``Task.live_stats``; ``spark_progress``)
+        self.stats: SparkTaskProgress | None = None
 
     # ---- cancellation ------------------------------------------------------------------------
 
@@ -203,6 +207,10 @@ class SparkStreamTask:
         spark = self._tagged_session()
         written: list[str] = []
         translated: TranslatedChain | None = None
+        progress = SparkTaskProgress(job_setting(self._tdd.job_configuration,
+                                                 options.TASK_METRICS_REPORT_INTERVAL))
+        progress.start(spark, self._tag, f"SparkProgress-{self._tdd.attempt_id.short()}")
+        self.stats = progress
         try:
             started = time.perf_counter()
             translated = translate_chain(
@@ -222,6 +230,7 @@ class SparkStreamTask:
                 raise
             raise error from exc
         finally:
+            progress.stop()
             self._untag(spark)
 
     def _load_chain(self) -> OperatorChain:

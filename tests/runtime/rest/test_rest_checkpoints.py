@@ -113,10 +113,16 @@ def test_config(with_checkpoints, prefix):
         "hashmap", "FileSystemCheckpointStorage")
 
 
-def test_config_of_a_job_without_checkpointing_is_not_found(without_checkpoints):
+def test_config_of_a_job_without_checkpointing_says_periodic_checkpoints_are_off(
+        without_checkpoints):
+    """As Flink answers for a DataStream job without checkpointing (its dashboard shows
+    "Periodic checkpoints disabled" and raises no error)."""
     r = without_checkpoints.client.get(f"/jobs/{JOB}/checkpoints/config")
-    assert r.status_code == 404
-    assert r.json() == {"errors": [f"Checkpointing is not enabled for this job ({JOB})."]}
+    assert r.status_code == 200
+    body = r.json()
+    assert (body["interval"], body["mode"], body["timeout"], body["max_concurrent"]) == (
+        2**63 - 1, "exactly_once", 600_000, 1)
+    assert body["externalization"] == {"enabled": False, "delete_on_cancellation": True}
 
 
 @PREFIXES

@@ -52,8 +52,10 @@ Timestamps are epoch ms, durations ms, sizes bytes; ``-1`` is "none yet" (see
 
   ``externalization`` says what the JobMaster does: checkpoints outlive a cancelled or failed job
   only with ``RETAIN_ON_CANCELLATION`` (enabled, not deleted on cancellation); otherwise they are
-  deleted when the job ends. 404 "Checkpointing is not enabled for this job (<jobid>)." for a job
-  that does not checkpoint.
+  deleted when the job ends. A job that does not checkpoint (a BATCH job) answers Flink's
+  configuration of a job whose periodic checkpoints are off, the defaults with ``interval``
+  Long.MAX_VALUE: Flink's StreamingJobGraphGenerator gives every DataStream job checkpoint
+  settings, and its dashboard shows "Periodic checkpoints disabled".
 
 - ``GET /jobs/:jobid/checkpoints/details/:checkpointid``: one ``<checkpoint>`` with its
   ``tasks``; 404 "Could not find checkpointing statistics for checkpoint <n>." when it is neither
@@ -82,6 +84,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flintlock.runtime.checkpoint.coordinator import CheckpointSettings
 from flintlock.runtime.checkpoint.stats import (
     COMPLETED,
     FAILED,
@@ -287,8 +290,9 @@ async def checkpoint_config_handler(jobid: str, ctx: Ctx) -> dict[str, Any]:
     job_id = parse_id(JobID, "jobid", jobid)
     graph = await ctx.dispatcher.request_job(job_id)
     stats = graph.checkpoint_stats
-    if stats is None or stats.config is None:
-        raise RestHandlerException(404, f"Checkpointing is not enabled for this job ({job_id}).")
+    if stats is None or stats.config is None:  # periodic checkpoints off, as Flink reports it
+        return checkpoint_config_info(
+            CheckpointCoordinatorConfiguration.from_settings(CheckpointSettings(interval_s=None)))
     return checkpoint_config_info(stats.config)
 
 

@@ -2,7 +2,7 @@
 // and the latest completed / savepoint / failed / restored checkpoint), History (newest first),
 // Summary (of the completed checkpoints) and Configuration. Reads GET /jobs/:jobid/checkpoints
 // (Flink's CheckpointingStatistics) and GET /jobs/:jobid/checkpoints/config (CheckpointConfigInfo,
-// 404 for a job that does not checkpoint, such as a BATCH job). Timestamps are epoch ms, durations
+// interval Long.MAX_VALUE for a job that does not checkpoint, such as a BATCH job). Timestamps are epoch ms, durations
 // ms, sizes bytes; -1 is "none yet". A history row expands to the checkpoint's operators, and an
 // operator to its subtasks (job_checkpoint_details.js).
 import { api } from "../api.js";
@@ -177,7 +177,8 @@ function disabledNotice() {
     "Checkpointing is not enabled for this job.");
 }
 
-// The configuration, or null when the job does not checkpoint (404).
+// The configuration (interval Long.MAX_VALUE: no periodic checkpoints), or null when an older
+// server answers 404 for a job that does not checkpoint.
 async function checkpointConfig(jid) {
   try {
     return await api.jobCheckpointConfig(jid);
@@ -193,7 +194,8 @@ export async function checkpointsView(job, ctx) {
   const counts = stats.counts || {};
   const history = stats.history || [];
   const subtasks = await fetchSubtasks(job.jid, history, ctx);
-  if (!config && !history.length) {
+  const periodic = config && !(typeof config.interval === "number" && config.interval >= NO_INTERVAL);
+  if (!periodic && !history.length) {
     return h("div", { "data-testid": "checkpoints" }, card("Checkpoints", disabledNotice()));
   }
   return h("div", { "data-testid": "checkpoints" },
