@@ -38,7 +38,6 @@ __all__ = [
     "DEFAULT_GC",
     "embedded_java_options",
     "SparkSessionProvider",
-    "EMBEDDED_HEARTBEAT_INTERVAL",
     "cancel_jobs_with_connect_tag",
     "connect_job_tag",
     "default_spark_settings",
@@ -154,10 +153,6 @@ def embedded_java_options(extra: str) -> str:
     return options
 
 
-#: ``spark.executor.heartbeatInterval`` of the embedded server unless set (Spark's: 10s)
-EMBEDDED_HEARTBEAT_INTERVAL = "3s"
-
-
 def _start_local_server(master: str, settings: dict[str, str]) -> int:
     """Start (once per process) the embedded Connect server; return its gRPC port."""
     with _server_lock:
@@ -174,9 +169,6 @@ def _start_local_server(master: str, settings: dict[str, str]) -> int:
         opts = dict(settings)
         opts["spark.connect.grpc.binding.port"] = "0"
         opts["spark.connect.grpc.binding.address"] = "127.0.0.1"
-        # running Spark tasks report their input metrics to the status store this often, which
-        # the live I/O of running subtasks reads (spark_progress); Spark's default is 10 s
-        opts.setdefault("spark.executor.heartbeatInterval", EMBEDDED_HEARTBEAT_INTERVAL)
         opts["spark.driver.extraJavaOptions"] = embedded_java_options(
             opts.get("spark.driver.extraJavaOptions", ""))
         os.environ["SPARK_LOCAL_REMOTE"] = "1"

@@ -10,10 +10,9 @@ the attempt (all carry its tag, ``stream_task.spark_tag``):
   ``ExecuteSessionTag(user, session, tag)``), and of each of their stages the last attempt
   (``lastStageAttempt``; a retried stage counts once): ``inputRecords``/``inputBytes`` are what
   its file scans read (source splits and input partitions), ``outputRecords``/``outputBytes``
-  what its file writes wrote (result partitions and sinks). Spark adds running tasks' input
-  metrics on each executor heartbeat (``spark.executor.heartbeatInterval``; flintlock's embedded
-  server uses 3 s unless set) and every finished task's on its end; file writes report their
-  counts when the writing task ends.
+  what its file writes wrote (result partitions and sinks). Measured here, the store's counts
+  move when Spark tasks end (running tasks' input metrics did not show, even with a 3 s executor
+  heartbeat): a subtask whose Spark job is a few long Spark tasks shows 0 until they end.
 - **Remote server** (``spark.remote``): Spark Connect's execution progress
   (``SparkSession.registerProgressHandler``), which carries the bytes read by finished Spark
   tasks only; records are known when the subtask finishes.
@@ -29,30 +28,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from flintlock.runtime.spark.session import connect_job_tag, embedded_spark_context
+from flintlock.runtime.taskmanager.task_execution_state import IOMetrics
 
-__all__ = ["SparkIO", "SparkTaskProgress", "embedded_tagged_io"]
+__all__ = ["SparkTaskProgress", "embedded_tagged_io"]
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class SparkIO:
-    """Records and bytes (as Spark counts them) read and written by a set of Spark jobs."""
-
-    records_in: int = 0
-    bytes_in: int = 0
-    records_out: int = 0
-    bytes_out: int = 0
-
-
-def embedded_tagged_io(session: Any, tag: str) -> SparkIO | None:
-    """What the Spark jobs of ``session``'s operations tagged ``tag`` read and wrote so far,
-    from this process's embedded server; None without one (or when Py4J fails: logged at
-    debug)."""
+def embedded_tagged_io(session: Any, tag: str) -> IOMetrics | None:
+    """What the Spark jobs of ``session``'s operations tagged ``tag`` read and wrote so far
+    (records, and bytes as Spark counts them), from this process's embedded server; None
+    without one (or when Py4J fails: logged at debug)."""
     sc = embedded_spark_context()
     if sc is None:
         return None
@@ -63,16 +52,16 @@ def embedded_tagged_io(session: Any, tag: str) -> SparkIO | None:
         for job_id in jsc.statusTracker().getJobIdsForTag(connect_job_tag(session, tag)):
             ids = store.job(int(job_id)).stageIds()
             stages.update(int(ids.apply(i)) for i in range(ids.length()))
-        totals = [0, 0, 0, 0]
+        totals = [0, 0, 0, 0]  # IOMetrics' order: records in, out; bytes in, out
         for stage_id in stages:
             try:
                 stage = store.lastStageAttempt(stage_id)
             except Exception:  # not submitted yet, or evicted (spark.ui.retainedStages)
                 continue
-            for i, value in enumerate((stage.inputRecords(), stage.inputBytes(),
-                                       stage.outputRecords(), stage.outputBytes())):
+            for i, value in enumerate((stage.inputRecords(), stage.outputRecords(),
+                                       stage.inputBytes(), stage.outputBytes())):
                 totals[i] += int(value)
-        return SparkIO(*totals)
+        return IOMetrics(*totals)
     except Exception:
         log.debug("reading the Spark progress of tag %s failed", tag, exc_info=True)
         return None
@@ -108,7 +97,7 @@ class SparkTaskProgress:
         """Milliseconds since the attempt started running its Spark work."""
         return (self._clock() - self._started) * 1000.0
 
-    def update(self, io: SparkIO) -> None:
+    def update(self, io: IOMetrics) -> None:
         """Take newer counts; none goes down (a stage evicted from Spark's store, or a
         report that raced a newer one, keeps the higher count)."""
         self.records_in = max(self.records_in, io.records_in)
@@ -135,7 +124,7 @@ class SparkTaskProgress:
             if threading.get_ident() != owner or not stages:
                 return  # another task's operation: handlers are per session
             self._remote_bytes[str(operation_id)] = sum(int(s.num_bytes_read) for s in stages)
-            self.update(SparkIO(bytes_in=sum(self._remote_bytes.values())))
+            self.update(IOMetrics(bytes_in=sum(self._remote_bytes.values())))
 
         self._handler = on_progress
         try:

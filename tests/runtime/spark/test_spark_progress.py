@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from flintlock.runtime.spark import spark_progress
-from flintlock.runtime.spark.spark_progress import SparkIO, SparkTaskProgress
+from flintlock.runtime.spark.spark_progress import SparkTaskProgress
+from flintlock.runtime.taskmanager.task_execution_state import IOMetrics
 
 
 class _RemoteSession:
@@ -39,8 +40,8 @@ def remote(monkeypatch: pytest.MonkeyPatch) -> _RemoteSession:
 
 def test_counts_never_go_down() -> None:
     progress = SparkTaskProgress()
-    progress.update(SparkIO(records_in=10, bytes_in=100, records_out=5, bytes_out=50))
-    progress.update(SparkIO(records_in=7, bytes_in=120, records_out=0, bytes_out=60))
+    progress.update(IOMetrics(records_in=10, bytes_in=100, records_out=5, bytes_out=50))
+    progress.update(IOMetrics(records_in=7, bytes_in=120, records_out=0, bytes_out=60))
     assert (progress.records_in, progress.bytes_in, progress.records_out, progress.bytes_out) == (
         10, 120, 5, 60)
 

@@ -265,6 +265,11 @@ def checkpoint_config_info(config: CheckpointCoordinatorConfiguration) -> dict[s
     }
 
 
+#: what a job that does not checkpoint reports: the defaults with interval Long.MAX_VALUE
+_PERIODIC_CHECKPOINTS_OFF = CheckpointCoordinatorConfiguration.from_settings(
+    CheckpointSettings(interval_s=None))
+
+
 def _parse_checkpoint_id(text: str) -> int:
     if not (text.isascii() and text.isdigit()):
         raise RestHandlerException(
@@ -290,9 +295,8 @@ async def checkpoint_config_handler(jobid: str, ctx: Ctx) -> dict[str, Any]:
     job_id = parse_id(JobID, "jobid", jobid)
     graph = await ctx.dispatcher.request_job(job_id)
     stats = graph.checkpoint_stats
-    if stats is None or stats.config is None:  # periodic checkpoints off, as Flink reports it
-        return checkpoint_config_info(
-            CheckpointCoordinatorConfiguration.from_settings(CheckpointSettings(interval_s=None)))
+    if stats is None or stats.config is None:
+        return checkpoint_config_info(_PERIODIC_CHECKPOINTS_OFF)
     return checkpoint_config_info(stats.config)
 
 

@@ -68,9 +68,6 @@ class DashboardFiles:
         self._jar = jar
         self._lock = threading.Lock()
 
-    def __len__(self) -> int:
-        return len(self._names)
-
     def read(self, name: str) -> bytes | None:
         entry = self._names.get(name)
         if entry is None:
