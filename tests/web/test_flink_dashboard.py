@@ -27,8 +27,9 @@ from web_cluster import submit_detached
 pytestmark = [pytest.mark.web, pytest.mark.process, pytest.mark.spark, pytest.mark.slow,
               pytest.mark.timeout(900)]
 
-#: how long each route is watched after it rendered (the dashboard refreshes every 300 ms here)
-WATCH_S = 1.0
+#: how long each route is watched after it rendered (the dashboard refreshes every 300 ms here:
+#: two refreshes)
+WATCH_S = 0.6
 #: rows of the job that keeps running through the test (20 ms each: ~30 min)
 RUNNING_ROWS = 90_000
 
@@ -160,7 +161,10 @@ def test_every_route_of_flinks_dashboard_renders_without_errors(
             watch.settle(page)
             if shots:
                 Path(shots).mkdir(parents=True, exist_ok=True)
-                name = re.sub(r"[0-9a-f]{32}", "ID", route).replace("/", "_")
+                name = route
+                for kind, jid in jobs.items():  # e.g. job_completed_failed_exceptions.png
+                    name = name.replace(jid, kind)
+                name = re.sub(r"[0-9a-f]{32}", "ID", name).replace("/", "_")
                 page.screenshot(path=str(Path(shots) / f"{name}.png"))
     finally:
         context.close()

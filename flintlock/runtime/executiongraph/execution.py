@@ -68,6 +68,8 @@ class Execution(AttemptIdentity):
         self.result: TaskResult | None = None
         #: the newest live metrics its TaskExecutor reported while it ran (streaming tasks)
         self.live_metrics: LiveTaskMetrics | None = None
+        #: what it processed until it was CANCELED or FAILED, as its task reported at the end
+        self.final_io: IOMetrics | None = None
         #: the TaskManager (ResourceID text) that reported it, for error messages
         self.task_manager: str | None = None
         #: (checkpoint id, TaskStateSnapshot) it starts from (Flink ``setInitialState``)
@@ -121,9 +123,17 @@ class Execution(AttemptIdentity):
             task_manager=self.location(),
             state_timestamps={s.name: ts for s, ts in self.state_timestamps.items()},
             failure=self.failure,
-            metrics=self.result.metrics if self.result is not None else _live_io(self.live_metrics),
+            metrics=self.io_metrics(),
             live=self.live_metrics if self.state is ExecutionState.RUNNING else None,
         )
+
+    def io_metrics(self) -> IOMetrics:
+        """Final counts of a FINISHED attempt; of a CANCELED or FAILED one what its task reported
+        at the end, else (a running attempt, or a task that could not report: its TaskManager was
+        lost) the last live report."""
+        if self.result is not None:
+            return self.result.metrics
+        return self.final_io if self.final_io is not None else _live_io(self.live_metrics)
 
     def __repr__(self) -> str:
         return f"<Execution {self.task_name_with_subtask()} {self.state.name}>"

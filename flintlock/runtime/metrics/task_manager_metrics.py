@@ -125,7 +125,8 @@ class TaskMetricStore:
 
     def task_state_changed(self, job_id: JobID, attempt_id: ExecutionAttemptID,
                            state: ExecutionState, io: IOMetrics | None, now_ms: int) -> None:
-        """Record a state change (``io`` with FINISHED); unknown or older attempts are ignored."""
+        """Record a state change (``io`` with FINISHED, CANCELED and FAILED: what the attempt
+        processed); unknown or older attempts are ignored."""
         key = self._key(job_id, attempt_id)
         sample = self._samples.get(key)
         if sample is None or sample.attempt_number != attempt_id.attempt_number:

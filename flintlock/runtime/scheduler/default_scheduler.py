@@ -407,6 +407,9 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
         if execution is None:
             log.debug("ignoring %s of unknown attempt %s", report.state, report.attempt_id)
             return
+        final_io = report.result.metrics if report.result is not None else report.metrics
+        if final_io is not None and execution.result is None:
+            execution.final_io = final_io  # what it processed (kept if it ends CANCELED or FAILED)
         if execution.is_terminal():
             # a task still running for an execution the JobMaster considers over (e.g. one
             # cancelled before its deployment arrived): stop it (Flink Execution.switchToRunning)

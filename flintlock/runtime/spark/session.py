@@ -42,6 +42,7 @@ __all__ = [
     "connect_job_tag",
     "default_spark_settings",
     "embedded_active_job_ids",
+    "embedded_sql_status_store",
     "embedded_cancel_all_jobs",
     "embedded_spark_context",
 ]
@@ -99,6 +100,9 @@ _STATIC_DEFAULTS = {
     # keep up to 16 epochs of rows in the driver heap. flintlock builds each epoch's plan once,
     # so the cache saves nothing there.
     "spark.connect.session.planCache.enabled": "false",
+    # running Spark tasks' metrics reach the SQL status store with executor heartbeats (10 s by
+    # default; in-process in local mode): what live I/O of batch subtasks reads (spark_progress)
+    "spark.executor.heartbeatInterval": "3s",
 }
 
 
@@ -221,6 +225,13 @@ def connect_job_tag(session: Any, tag: str) -> str:
     tags = getattr(classic._jvm, "org.apache.spark.sql.connect.service.ExecuteSessionTag$")
     user_id = getattr(session.client, "_user_id", None) or ""
     return str(getattr(tags, "MODULE$").apply(user_id, session.session_id, tag))
+
+
+def embedded_sql_status_store() -> Any:
+    """The SQL status store (``SQLAppStatusStore``: executions, plan graphs, live SQL metrics)
+    of this process's embedded server, a Py4J object; None without a server here."""
+    classic = _local_server.get("classic")
+    return None if classic is None else classic._jsparkSession.sharedState().statusStore()
 
 
 def embedded_active_job_ids() -> list[int] | None:

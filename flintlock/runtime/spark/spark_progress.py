@@ -10,9 +10,11 @@ the attempt (all carry its tag, ``stream_task.spark_tag``):
   ``ExecuteSessionTag(user, session, tag)``), and of each of their stages the last attempt
   (``lastStageAttempt``; a retried stage counts once): ``inputRecords``/``inputBytes`` are what
   its file scans read (source splits and input partitions), ``outputRecords``/``outputBytes``
-  what its file writes wrote (result partitions and sinks). Measured here, the store's counts
-  move when Spark tasks end (running tasks' input metrics did not show, even with a 3 s executor
-  heartbeat): a subtask whose Spark job is a few long Spark tasks shows 0 until they end.
+  what its file writes wrote (result partitions and sinks). These move when Spark tasks end;
+  records read also come from the running SQL executions' scan metrics (``SqlScanRows``), which
+  executor heartbeats update (``spark.executor.heartbeatInterval``, 3 s in the embedded server),
+  so a subtask whose Spark job is one long Spark task shows its reads grow. Bytes and records
+  written stay at Spark task ends.
 - **Remote server** (``spark.remote``): Spark Connect's execution progress
   (``SparkSession.registerProgressHandler``), which carries the bytes read by finished Spark
   tasks only; records are known when the subtask finishes.
@@ -30,18 +32,95 @@ import threading
 import time
 from typing import Any
 
-from flintlock.runtime.spark.session import connect_job_tag, embedded_spark_context
+from flintlock.runtime.spark.session import (
+    connect_job_tag,
+    embedded_spark_context,
+    embedded_sql_status_store,
+)
 from flintlock.runtime.taskmanager.task_execution_state import IOMetrics
 
-__all__ = ["SparkTaskProgress", "embedded_tagged_io"]
+__all__ = ["SparkTaskProgress", "SqlScanRows", "embedded_tagged_io", "parse_sum_metric"]
 
 log = logging.getLogger(__name__)
 
 
-def embedded_tagged_io(session: Any, tag: str) -> IOMetrics | None:
+class SqlScanRows:
+    """Rows the file scans of the tagged jobs' SQL executions have read so far (pure cache + the
+    Py4J reads; one per attempt).
+
+    The nodes named ``Scan <format>`` of each execution's plan graph and their ``number of
+    output rows`` metric, from ``SQLAppStatusStore.executionMetrics``: while the execution runs,
+    Spark aggregates there what executor heartbeats carried, by accumulator id. (The stage
+    counts of the status store do not move with heartbeats in local mode: the heartbeat's
+    accumulators reach the driver unserialized, without the names ``AppStatusListener`` keys
+    task metrics by; they move when Spark tasks end.) A job's execution and an execution's
+    scan metric ids are looked up once; a job without an execution (Spark registers an
+    execution before its jobs start) is not searched again.
+    """
+
+    #: how many of the newest SQL executions are searched for a new job's execution
+    RECENT_EXECUTIONS = 32
+
+    def __init__(self) -> None:
+        #: the embedded server's ``SQLAppStatusStore`` (Py4J), looked up at the first read
+        self.sql_store: Any = None
+        self._execution_of_job: dict[int, int | None] = {}
+        self._scan_metrics: dict[int, list[int]] = {}
+
+    def rows(self, sql_store: Any, jvm: Any, job_ids: list[int]) -> int:
+        """Sum of the scans' rows over the executions of ``job_ids`` (Py4J errors propagate)."""
+        convert = jvm.scala.jdk.javaapi.CollectionConverters
+        if any(j not in self._execution_of_job for j in job_ids):
+            count = int(sql_store.executionsCount())
+            start = max(0, count - self.RECENT_EXECUTIONS)
+            for execution in convert.asJava(sql_store.executionsList(start, count - start)):
+                for job in convert.asJava(execution.jobs().keySet()):
+                    self._execution_of_job[int(job)] = int(execution.executionId())
+            for job in job_ids:
+                self._execution_of_job.setdefault(job, None)
+        total = 0
+        executions = {self._execution_of_job[j] for j in job_ids}
+        for eid in (e for e in executions if e is not None):
+            if eid not in self._scan_metrics:
+                self._scan_metrics[eid] = [
+                    int(metric.accumulatorId())
+                    for node in convert.asJava(sql_store.planGraph(eid).allNodes())
+                    if str(node.name()).startswith("Scan ")
+                    for metric in convert.asJava(node.metrics())
+                    if metric.name() == "number of output rows"]
+            if not self._scan_metrics[eid]:
+                continue
+            values = convert.asJava(sql_store.executionMetrics(eid))
+            total += sum(parse_sum_metric(values.get(i)) for i in self._scan_metrics[eid])
+        return total
+
+
+def parse_sum_metric(text: str | None) -> int:
+    """A SQL sum metric as Spark formats it (``"2,834,432"``, US grouping); 0 when absent."""
+    if not text:
+        return 0
+    try:
+        return int(str(text).split("\n")[0].replace(",", "").strip())
+    except ValueError:
+        return 0
+
+
+def _scan_rows(scans: SqlScanRows, jvm: Any, job_ids: list[int]) -> int:
+    try:
+        if scans.sql_store is None:
+            scans.sql_store = embedded_sql_status_store()
+        return 0 if scans.sql_store is None else scans.rows(scans.sql_store, jvm, job_ids)
+    except Exception:  # the stage counts still stand
+        log.debug("reading the SQL scan metrics of jobs %s failed", job_ids, exc_info=True)
+        return 0
+
+
+def embedded_tagged_io(session: Any, tag: str, scans: SqlScanRows | None = None
+                       ) -> IOMetrics | None:
     """What the Spark jobs of ``session``'s operations tagged ``tag`` read and wrote so far
     (records, and bytes as Spark counts them), from this process's embedded server; None
-    without one (or when Py4J fails: logged at debug)."""
+    without one (or when Py4J fails: logged at debug). With ``scans``, records read are also
+    taken from the running SQL executions' scan metrics (``SqlScanRows``), whichever is higher."""
     sc = embedded_spark_context()
     if sc is None:
         return None
@@ -49,8 +128,10 @@ def embedded_tagged_io(session: Any, tag: str) -> IOMetrics | None:
         jsc = sc._jsc.sc()
         store = jsc.statusStore()
         stages: set[int] = set()
-        for job_id in jsc.statusTracker().getJobIdsForTag(connect_job_tag(session, tag)):
-            ids = store.job(int(job_id)).stageIds()
+        job_ids = [int(j) for j in jsc.statusTracker().getJobIdsForTag(
+            connect_job_tag(session, tag))]
+        for job_id in job_ids:
+            ids = store.job(job_id).stageIds()
             stages.update(int(ids.apply(i)) for i in range(ids.length()))
         totals = [0, 0, 0, 0]  # IOMetrics' order: records in, out; bytes in, out
         for stage_id in stages:
@@ -61,6 +142,8 @@ def embedded_tagged_io(session: Any, tag: str) -> IOMetrics | None:
             for i, value in enumerate((stage.inputRecords(), stage.outputRecords(),
                                        stage.inputBytes(), stage.outputBytes())):
                 totals[i] += int(value)
+        if scans is not None and job_ids:
+            totals[0] = max(totals[0], _scan_rows(scans, sc._jvm, job_ids))
         return IOMetrics(*totals)
     except Exception:
         log.debug("reading the Spark progress of tag %s failed", tag, exc_info=True)
@@ -91,6 +174,8 @@ class SparkTaskProgress:
         self._remote_bytes: dict[str, int] = {}
         self._handler: Any = None
         self._session: Any = None
+        self._tag = ""
+        self._scans = SqlScanRows()
 
     @property
     def busy_ms(self) -> float:
@@ -109,7 +194,7 @@ class SparkTaskProgress:
         """Follow the Spark work of ``session``'s operations tagged ``tag`` (embedded server:
         a daemon thread named ``name``; remote: a progress handler for this thread's
         operations)."""
-        self._session = session
+        self._session, self._tag = session, tag
         if embedded_spark_context() is not None:
             self._thread = threading.Thread(target=self._poll, args=(session, tag),
                                              name=name, daemon=True)
@@ -133,8 +218,12 @@ class SparkTaskProgress:
             log.debug("registerProgressHandler failed", exc_info=True)
             self._handler = None
 
-    def stop(self) -> None:
-        """Stop following (idempotent); the counts stay as last read."""
+    def stop(self, final_read: bool = True) -> None:
+        """Stop following (idempotent); with ``final_read``, after a last read of the embedded
+        server's counts: a cancelled or failed attempt reports what its Spark jobs did until
+        then (a finished one has exact counts in its result)."""
+        if self._stopped.is_set():
+            return
         self._stopped.set()
         if self._handler is not None:
             try:
@@ -144,9 +233,12 @@ class SparkTaskProgress:
             self._handler = None
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(5.0)
+            io = embedded_tagged_io(self._session, self._tag, self._scans) if final_read else None
+            if io is not None:
+                self.update(io)
 
     def _poll(self, session: Any, tag: str) -> None:
         while not self._stopped.wait(self._interval_s):
-            io = embedded_tagged_io(session, tag)
+            io = embedded_tagged_io(session, tag, self._scans)
             if io is not None:
                 self.update(io)

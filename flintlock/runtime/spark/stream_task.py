@@ -211,6 +211,7 @@ class SparkStreamTask:
                                                  options.TASK_METRICS_REPORT_INTERVAL))
         progress.start(spark, self._tag, f"SparkProgress-{self._tdd.attempt_id.short()}")
         self.stats = progress
+        finished = False
         try:
             started = time.perf_counter()
             translated = translate_chain(
@@ -219,7 +220,9 @@ class SparkStreamTask:
             )
             log.debug("%s: translated in %.0f ms", self._tdd.task_name_with_subtask(),
                       (time.perf_counter() - started) * 1e3)
-            return self._execute(chain, translated, written)
+            result = self._execute(chain, translated, written)
+            finished = True  # its exact counts are in the result: no last read of Spark's
+            return result
         except TaskCancelledError:
             release_partitions(written)
             raise
@@ -230,7 +233,7 @@ class SparkStreamTask:
                 raise
             raise error from exc
         finally:
-            progress.stop()
+            progress.stop(final_read=not finished)
             self._untag(spark)
 
     def _load_chain(self) -> OperatorChain:

@@ -60,7 +60,7 @@ class TaskExecutorLogsAndMetrics:
         self.task_metrics.task_deployed(tdd)
 
     def task_state_changed(self, state: TaskExecutionState, now_ms: int) -> None:
-        io = state.result.metrics if state.result is not None else None
+        io = state.result.metrics if state.result is not None else state.metrics
         self.task_metrics.task_state_changed(state.job_id, state.attempt_id, state.state, io, now_ms)
 
     async def log_list(self) -> tuple[LogInfo, ...]:

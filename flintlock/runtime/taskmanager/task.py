@@ -39,6 +39,7 @@ from flintlock.runtime.taskmanager.invokable import (
     load_invokable_class,
 )
 from flintlock.runtime.taskmanager.task_execution_state import (
+    IOMetrics,
     SerializedError,
     TaskExecutionState,
     TaskResult,
@@ -92,6 +93,8 @@ class Task:
         self._result: TaskResult | None = None
         self._thread = threading.Thread(target=self._run, name=task_thread_name(tdd), daemon=True)
         self._final_reported = False
+        #: what the invokable had processed when it ended (reported with CANCELED and FAILED)
+        self._final_io: IOMetrics | None = None
         #: the attempt's task log while its thread runs (``services["task_logs"]``)
         self._task_log: TaskLogWriter | None = None
 
@@ -233,6 +236,7 @@ class Task:
             error=self._failure if state is _E.FAILED else None,
             result=self._result if state is _E.FINISHED else None,
             task_manager=self._task_manager,
+            metrics=self._final_io if state in (_E.CANCELED, _E.FAILED) else None,
         )
         try:
             self._on_state_change(report)
@@ -319,6 +323,7 @@ class Task:
                 log.warning("%s (%s) failed: %s", self.name, self.attempt_id, exc)
                 self._to_terminal(_E.FAILED, SerializedError.from_exception(exc))
         finally:
+            self._final_io = IOMetrics.of_counters(getattr(self._invokable, "stats", None))
             self._invokable = None
             # an early return means a cancel or failure won the race: end in CANCELED
             self._to_terminal(_E.CANCELED)

@@ -55,6 +55,18 @@ class IOMetrics:
     bytes_in: int = 0
     bytes_out: int = 0
 
+    @classmethod
+    def of_counters(cls, stats: object) -> IOMetrics | None:
+        """The counts of a task's live counters (``stats`` of a streaming or batch invokable:
+        ``records_in``, ``records_out``, ``bytes_in``, ``bytes_out``), or None without them."""
+        if stats is None:
+            return None
+        try:
+            return cls(int(stats.records_in), int(stats.records_out),  # type: ignore[attr-defined]
+                       int(stats.bytes_in), int(stats.bytes_out))  # type: ignore[attr-defined]
+        except (AttributeError, TypeError, ValueError):
+            return None
+
 
 @dataclass(frozen=True)
 class TaskResult:
@@ -78,8 +90,10 @@ class TaskResult:
 class TaskExecutionState:
     """A state change of one attempt, reported by the TaskExecutor to the JobMaster.
 
-    ``result`` is set with FINISHED, ``error`` with FAILED. ``task_manager`` names the reporting
-    TaskManager's ResourceID, for error messages.
+    ``result`` is set with FINISHED, ``error`` with FAILED. ``metrics`` carries what a CANCELED or
+    FAILED attempt processed until it ended (Flink's ``TaskExecutionState.ioMetrics``; a FINISHED
+    attempt's are in ``result``). ``task_manager`` names the reporting TaskManager's ResourceID,
+    for error messages.
     """
 
     job_id: JobID
@@ -88,3 +102,4 @@ class TaskExecutionState:
     error: SerializedError | None = None
     result: TaskResult | None = None
     task_manager: str = ""
+    metrics: IOMetrics | None = None

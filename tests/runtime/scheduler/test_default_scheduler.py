@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 from scheduler_driver import PIPELINED, TM, Driver, S, deploys, make_job, names
 
+from flintlock.runtime.executiongraph.execution import Execution
 from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
 from flintlock.runtime.executiongraph.failover.pipelined_regions import build_pipelined_regions
 from flintlock.runtime.ids import ExecutionAttemptID, ExecutionVertexID
 from flintlock.runtime.jobgraph.types import ExecutionState, IllegalStateTransition, JobStatus
+from flintlock.runtime.metrics.live_task_metrics import LiveTaskMetrics
 from flintlock.runtime.scheduler.messages import (
     CancelJob,
     CancelTask,
@@ -22,7 +24,7 @@ from flintlock.runtime.scheduler.messages import (
     TaskManagerLost,
 )
 from flintlock.runtime.scheduler.strategy import PipelinedRegionSchedulingStrategy
-from flintlock.runtime.taskmanager.task_execution_state import SerializedError
+from flintlock.runtime.taskmanager.task_execution_state import IOMetrics, SerializedError
 
 
 class RecordingSink:
@@ -173,6 +175,43 @@ def test_cancel_job() -> None:
     cmds = d.report(a0.tdd.attempt_id, ExecutionState.CANCELED)
     assert d.graph.state is JobStatus.CANCELED
     assert [c.result.application_status for c in cmds if isinstance(c, JobTerminated)] == ["CANCELED"]
+
+
+def _one_running_attempt() -> tuple[Driver, ExecutionAttemptID, Execution]:
+    d = Driver(make_job([("a", 1)], []))
+    d.handle(StartScheduling())
+    _, cmds = d.offer(1)
+    (a0,) = deploys(cmds)
+    attempt = a0.tdd.attempt_id
+    d.report(attempt, ExecutionState.INITIALIZING)
+    d.report(attempt, ExecutionState.RUNNING)
+    execution = d.graph.find_current_execution(attempt)
+    assert execution is not None
+    return d, attempt, execution
+
+
+def test_a_cancelled_attempt_keeps_what_its_task_reported_at_the_end() -> None:
+    """Live reports while running, then the final counts with CANCELED (Flink's
+    TaskExecutionState.ioMetrics): the archived attempt shows the final counts, not the last
+    live report, and a vertex sums them."""
+    d, attempt, execution = _one_running_attempt()
+    execution.live_metrics = LiveTaskMetrics(attempt, 0, records_in=1200, bytes_in=9000)
+    assert execution.archive().metrics == IOMetrics(1200, 0, 9000, 0)
+    d.handle(CancelJob())
+    d.report(attempt, ExecutionState.CANCELED, metrics=IOMetrics(2000, 1500, 16_000, 12_000))
+    assert d.graph.state is JobStatus.CANCELED
+    (vertex,) = d.graph.archive().vertices
+    assert vertex.subtasks[0].state is ExecutionState.CANCELED
+    assert vertex.subtasks[0].metrics == IOMetrics(2000, 1500, 16_000, 12_000)
+    assert vertex.metrics() == IOMetrics(2000, 1500, 16_000, 12_000)
+
+
+def test_an_attempt_whose_task_could_not_report_keeps_its_last_live_counts() -> None:
+    d, attempt, execution = _one_running_attempt()
+    execution.live_metrics = LiveTaskMetrics(attempt, 0, records_out=700, bytes_out=5600)
+    d.handle(CancelJob())
+    d.report(attempt, ExecutionState.CANCELED)  # e.g. cancelled before its counters existed
+    assert d.graph.archive().vertices[0].subtasks[0].metrics == IOMetrics(0, 700, 0, 5600)
 
 
 def test_a_cancel_that_overtook_the_deployment_is_sent_again() -> None:

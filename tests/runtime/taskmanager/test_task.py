@@ -10,7 +10,11 @@ from flintlock.runtime.ids import IntermediateDataSetID, IntermediateResultParti
 from flintlock.runtime.jobgraph.types import ExecutionState, ResultPartitionType, ShipStrategy
 from flintlock.runtime.taskmanager.invokable import RuntimeEnvironment
 from flintlock.runtime.taskmanager.task import Task
-from flintlock.runtime.taskmanager.task_execution_state import TaskExecutionState, TaskResult
+from flintlock.runtime.taskmanager.task_execution_state import (
+    IOMetrics,
+    TaskExecutionState,
+    TaskResult,
+)
 from flintlock.testing.invokables import (
     FAILURE_MESSAGE_KEY,
     LATCH_KEY,
@@ -106,6 +110,43 @@ def test_cancel_of_a_blocking_task_ends_canceled() -> None:
         assert task.join(5)
     assert rec.states == [E.DEPLOYING, E.INITIALIZING, E.RUNNING, E.CANCELING, E.CANCELED]
     assert rec.reports[-1].error is None
+
+
+class _Counters:
+    records_in, records_out, bytes_in, bytes_out = 2000, 1500, 64_000, 48_000
+
+
+class CountingBlockingInvokable(BlockingInvokable):
+    """Blocks like BlockingInvokable with live counters, as a streaming or batch Spark task has."""
+
+    def __init__(self, env: RuntimeEnvironment) -> None:
+        super().__init__(env)
+        self.stats = _Counters()
+
+
+def test_a_cancelled_task_reports_what_it_processed_with_canceled() -> None:
+    rec = _Recorder()
+    task = Task(make_tdd(f"{__name__}:CountingBlockingInvokable"), {}, rec)
+    task.start()
+    wait_until_sync(lambda: task.state is E.RUNNING, timeout_s=5, describe=lambda: task.state)
+    assert task.live_stats is not None
+    task.cancel()
+    assert task.join(5)
+    assert rec.states[-1] is E.CANCELED
+    assert rec.reports[-1].metrics == IOMetrics(2000, 1500, 64_000, 48_000)
+    assert all(r.metrics is None for r in rec.reports[:-1])  # only the final report carries them
+
+
+def test_finished_and_never_started_tasks_report_no_final_counters() -> None:
+    rec = _Recorder()
+    task = Task(make_tdd(NoOpInvokable), {}, rec)
+    task.start()
+    assert task.join(5)
+    assert rec.states[-1] is E.FINISHED and rec.reports[-1].metrics is None  # in result instead
+    rec = _Recorder()
+    task = Task(make_tdd(f"{__name__}:CountingBlockingInvokable"), {}, rec)
+    task.cancel()
+    assert rec.states == [E.CANCELED] and rec.reports[0].metrics is None
 
 
 def test_released_blocking_task_finishes() -> None:
