@@ -465,10 +465,14 @@ def test_a_checkpoint_expands_to_its_operators_and_an_operator_to_its_subtasks(
     expect(rows.nth(1)).to_have_attribute("data-status", "pending_or_failed")
     expect(rows.nth(1)).to_contain_text("Not acknowledged")
     # what is expanded survives the page's refreshes (each fetches the subtasks again)
+    # (a fetch already routed may answer first, so wait for responses until a new one is routed)
     fetched = site.requests.count(f"GET {details}")
-    with page.expect_response(lambda response: response.url.endswith(details)):
-        pass  # the next refresh
-    assert site.requests.count(f"GET {details}") > fetched
+    for _ in range(20):  # 200 ms refreshes; each wait is bounded by playwright's timeout
+        if site.requests.count(f"GET {details}") > fetched:
+            break
+        with page.expect_response(lambda response: response.url.endswith(details)):
+            pass
+    assert site.requests.count(f"GET {details}") > fetched, site.requests[-6:]
     expect(rows).to_have_count(2)
     page.locator("[data-testid=checkpoint-expand]").click()  # collapse the checkpoint
     expect(page.locator("[data-testid=checkpoint-operators]")).to_have_count(0)
