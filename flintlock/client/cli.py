@@ -140,9 +140,10 @@ _program_command = cli.command(
 
 @_program_command
 @_parallelism
-@click.option("--target", type=click.Choice(["local", "remote"]), default=None,
+@click.option("--target", type=click.Choice(["local", "remote", "application"]), default=None,
               help="Run on a local cluster or a session cluster (default: the configured cluster, "
-                   "else one `flintlock cluster start` left running, else local).")
+                   "else one `flintlock cluster start` left running, else local), or start an "
+                   "application cluster that runs the program's main() and ends with it.")
 @_jobmanager_option
 @click.option("-d", "--detached", is_flag=True, help="Submit and return the JobID at once.")
 @click.option("-s", "--fromSavepoint", "--from-savepoint", "from_savepoint", metavar="PATH",
@@ -160,6 +161,9 @@ def run(parallelism: int | None, target: str | None, jobmanager: str | None, det
         from_savepoint: str | None, allow_non_restored: bool, dynamic: tuple[str, ...],
         program: str, args: tuple[str, ...]) -> None:
     """Run PROGRAM's main; every execute() becomes a job."""
+    if target == "application":
+        _run_application(parallelism, dynamic, jobmanager, detached, from_savepoint,
+                         allow_non_restored, program, args)
     try:
         overrides = _overrides(parallelism, dynamic)
         if jobmanager is not None:
@@ -173,6 +177,37 @@ def run(parallelism: int | None, target: str | None, jobmanager: str | None, det
     click.echo(f"Running {Path(program).name} on {where.description}.", err=True)
     context = ClientContext(overrides=overrides, show_progress=None, detached=detached)
     _run_program_or_exit(program, args, context)
+
+
+def _run_application(parallelism: int | None, dynamic: tuple[str, ...], jobmanager: str | None,
+                     detached: bool, from_savepoint: str | None, allow_non_restored: bool,
+                     program: str, args: tuple[str, ...]) -> NoReturn:
+    """``run --target application``: start an application cluster for PROGRAM; exits with the
+    application's status (attached) or once it serves (detached)."""
+    from flintlock.client.application_cluster import (
+        ApplicationClusterException,
+        start_application_cluster,
+        wait_for_application,
+    )
+
+    if jobmanager is not None:
+        _fail("Error: -m names a session cluster; --target application starts a cluster of its own")
+    try:
+        overrides = _overrides(parallelism, dynamic)
+        _apply_savepoint_restore(overrides, from_savepoint, allow_non_restored)
+        cluster = start_application_cluster(program, list(args), overrides, detached)
+    except (IllegalConfigurationException, ApplicationClusterException) as exc:
+        _fail(f"Error: {exc}")
+    where = f"REST {cluster.rest_url}, " if cluster.rest_url else ""
+    click.echo(f"Application {cluster.application_id} of {Path(program).name}: {where}"
+               f"JobManager pid {cluster.process.pid}, logs in {cluster.log_dir}", err=True)
+    if detached:
+        sys.exit(0)
+    code = wait_for_application(cluster)
+    status = {0: "SUCCEEDED", 1: "FAILED", 2: "CANCELED"}.get(code, f"ended with code {code}")
+    click.echo(f"Application {cluster.application_id} {status}; logs in {cluster.log_dir}",
+               err=True)
+    sys.exit(code)
 
 
 @_program_command

@@ -19,6 +19,7 @@ from flintlock.config import (
     IllegalConfigurationException,
     load_cluster_configuration,
 )
+from flintlock.config.resource_manager_options import RM_TYPE
 from flintlock.exceptions import FlintlockException
 from flintlock.runtime.net.ssl_utils import rest_scheme
 
@@ -74,6 +75,24 @@ def register(cli: click.Group) -> None:
 
         asyncio.run(run_job_manager(_configuration(dynamic), port_file))
 
+    @cli.command("application-cluster", context_settings={
+        "ignore_unknown_options": True, "allow_interspersed_args": False})
+    @_dynamic
+    @click.option("--port-file", default=None, help="Write the bound ports here (JSON).")
+    @click.argument("program", type=click.Path(dir_okay=False))
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    @_exit_on_client_errors
+    def application_cluster(dynamic: tuple[str, ...], port_file: str | None, program: str,
+                            args: tuple[str, ...]) -> None:
+        """Run the JobManager of an application cluster: it runs PROGRAM's main() itself and
+        exits with the application's status (0 succeeded, 1 failed, 2 cancelled). `flintlock run
+        --target application` starts it."""
+        from flintlock.client.application import ApplicationSpec
+        from flintlock.runtime.entrypoint.job_manager import run_job_manager
+
+        sys.exit(asyncio.run(run_job_manager(_configuration(dynamic), port_file,
+                                             application=ApplicationSpec(program, args))))
+
     @cli.command("taskmanager")
     @_dynamic
     @click.option("--port-file", default=None, help="Write the bound ports here (JSON).")
@@ -89,7 +108,9 @@ def register(cli: click.Group) -> None:
         """Start or stop a standalone session cluster on this machine."""
 
     @cluster.command("start")
-    @click.option("--taskmanagers", "-n", type=click.IntRange(min=1), default=1, show_default=True)
+    @click.option("--taskmanagers", "-n", type=click.IntRange(min=0), default=1, show_default=True,
+                  help="TaskManagers to start now (0 with -D resourcemanager.type=active: the "
+                       "JobManager starts them as jobs need slots).")
     @click.option("--jobmanagers", type=click.IntRange(min=1), default=1, show_default=True,
                   help="JobManagers to start: one leads, the others stand by and take over when "
                        "it dies (high availability; FILE under the state directory unless "
@@ -105,6 +126,11 @@ def register(cli: click.Group) -> None:
         from flintlock.client.standalone_cluster import start_cluster
 
         configuration = _configuration(dynamic)
+        if taskmanagers == 0 and configuration.get(RM_TYPE) != "active":
+            click.echo("Error: --taskmanagers 0 needs -D resourcemanager.type=active (a "
+                       "standalone ResourceManager only uses TaskManagers started for it)",
+                       err=True)
+            sys.exit(1)
         info = start_cluster(configuration, list(dynamic), taskmanagers,
                              job_managers=jobmanagers, zookeeper=zookeeper)
         managers = (f"RPC port {info.rpc_port}" if info.job_managers == 1 else

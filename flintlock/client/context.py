@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from flintlock.config import Configuration
 from flintlock.runtime.jobgraph.job_graph import JobGraph
@@ -45,6 +46,8 @@ class ClientContext:
             and no job runs.
         detached: submit and return without waiting (``flintlock run -d``).
         submitted: JobIDs submitted under this context, in order.
+        embedded: in an application cluster, the executor that submits to its own Dispatcher
+            (``flintlock.client.application.EmbeddedExecutor``); None elsewhere.
     """
 
     overrides: Configuration = field(default_factory=Configuration)
@@ -52,6 +55,7 @@ class ClientContext:
     capture_plans: list[JobGraph] | None = None
     detached: bool = False
     submitted: list[str] = field(default_factory=list)
+    embedded: Any = None
 
     def progress_enabled(self) -> bool:
         """Whether attached runs show progress bars: as set, else when stderr is a terminal."""

@@ -2,7 +2,9 @@
 
 ``execution.target`` picks the executor (Flink ``PipelineExecutor``): ``local`` (default) runs the
 job on an in-process MiniCluster; ``remote`` submits it to a session cluster over REST
-(``flintlock.client.remote``).
+(``flintlock.client.remote``); ``embedded`` submits it to the Dispatcher of the application
+cluster whose JobManager runs the program (``flintlock.client.application``, Flink's
+``EmbeddedExecutor``).
 
 The local MiniCluster lives as long as the program: the first ``execute()`` starts it (and the
 process's Spark Connect session, ~5 s), later ``execute()`` calls reuse both, and the process's exit
@@ -17,6 +19,7 @@ import atexit
 import logging
 import math
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from flintlock.client.context import ProgramPlanCaptured, current_context
@@ -26,7 +29,7 @@ from flintlock.client.job_client import (
     wait_for_savepoint,
 )
 from flintlock.client.progress import stderr_console
-from flintlock.config import Configuration
+from flintlock.config import Configuration, IllegalConfigurationException
 from flintlock.config.options import EXECUTION_TARGET, LOCAL_TASKMANAGERS, TASK_SLOTS
 from flintlock.runtime.concurrency import LoopThread
 from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph, JobResult
@@ -34,7 +37,7 @@ from flintlock.runtime.ids import JobID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import JobStatus
 
-__all__ = ["LocalExecutor", "MiniClusterJobClient", "execute_job"]
+__all__ = ["DispatcherJobClient", "LocalExecutor", "execute_job"]
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,12 @@ def execute_job(job_graph: JobGraph, configuration: Configuration) -> Any:
         from flintlock.client.remote import submit_remote
 
         client: Any = submit_remote(job_graph, configuration, ctx.progress_enabled())
+    elif target == "embedded":
+        if ctx.embedded is None:
+            raise IllegalConfigurationException(
+                "execution.target: embedded runs jobs on the application cluster the program "
+                "runs in; start one with `flintlock run --target application program.py`")
+        client = ctx.embedded.execute(job_graph, configuration)
     else:
         client = _local_executor().execute(job_graph, configuration)
     ctx.submitted.append(str(job_graph.job_id))
@@ -144,13 +153,13 @@ class LocalExecutor:
             self._loop = LoopThread("flintlock-local-cluster")
         return self._loop
 
-    def execute(self, job_graph: JobGraph, configuration: Configuration) -> MiniClusterJobClient:
+    def execute(self, job_graph: JobGraph, configuration: Configuration) -> DispatcherJobClient:
         with self._lock:
             cluster = self._ensure_cluster(job_graph, configuration)
             loop = self._loop_thread()
             loop.run(cluster.submit_job(job_graph))
-        return MiniClusterJobClient(loop, cluster, job_graph.job_id, job_graph.name,
-                                    current_context().progress_enabled())
+        return DispatcherJobClient(loop.run, cluster.dispatcher_gateway, job_graph.job_id,
+                                   job_graph.name, current_context().progress_enabled())
 
     def close(self) -> None:
         with self._lock:
@@ -171,43 +180,48 @@ class LocalExecutor:
                 self._loop = None
 
 
-class MiniClusterJobClient(PollingJobClient):
-    """JobClient for a job on the local MiniCluster (all calls are synchronous)."""
+class DispatcherJobClient(PollingJobClient):
+    """JobClient for a job of a Dispatcher in this process: the local MiniCluster's, or the
+    application cluster's own (``embedded``). All calls are synchronous.
 
-    def __init__(self, loop: LoopThread, cluster: Any, job_id: JobID, job_name: str,
+    Args:
+        run: runs a Dispatcher call (a coroutine) on the Dispatcher's event loop and returns
+            its result.
+        dispatcher: the DispatcherGateway.
+    """
+
+    def __init__(self, run: Callable[[Any], Any], dispatcher: Any, job_id: JobID, job_name: str,
                  show_progress: bool) -> None:
         super().__init__(job_id, job_name, show_progress)
-        self._loop = loop
-        self._cluster = cluster
+        self._run = run
+        self._dispatcher = dispatcher
 
     def get_job_status(self) -> JobStatus:
-        return self._loop.run(self._cluster.dispatcher_gateway.request_job_status(self._job_id))
+        return self._run(self._dispatcher.request_job_status(self._job_id))
 
     def get_job_details(self) -> ArchivedExecutionGraph:
-        return self._loop.run(self._cluster.dispatcher_gateway.request_job(self._job_id))
+        return self._run(self._dispatcher.request_job(self._job_id))
 
     def cancel(self) -> None:
-        self._loop.run(self._cluster.dispatcher_gateway.cancel_job(self._job_id))
+        self._run(self._dispatcher.cancel_job(self._job_id))
 
     def send_coordination_request(self, operator_id: str, request: dict[str, Any]) -> dict[str, Any]:
-        return self._loop.run(self._cluster.dispatcher_gateway.deliver_coordination_request(
+        return self._run(self._dispatcher.deliver_coordination_request(
             self._job_id, operator_id, request))
 
     def trigger_savepoint(self, target_directory: str | None = None, cancel_job: bool = False,
                           timeout_s: float = 600.0) -> str:
-        dispatcher = self._cluster.dispatcher_gateway
-        trigger = self._loop.run(dispatcher.trigger_savepoint(self._job_id, target_directory,
-                                                              cancel_job))
+        trigger = self._run(self._dispatcher.trigger_savepoint(self._job_id, target_directory,
+                                                               cancel_job))
         return wait_for_savepoint(
-            lambda: self._loop.run(dispatcher.savepoint_status(self._job_id, trigger)), timeout_s)
+            lambda: self._run(self._dispatcher.savepoint_status(self._job_id, trigger)), timeout_s)
 
     def stop_with_savepoint(self, target_directory: str | None = None, drain: bool = False,
                             timeout_s: float = 600.0) -> str:
-        dispatcher = self._cluster.dispatcher_gateway
-        trigger = self._loop.run(dispatcher.stop_with_savepoint(self._job_id, target_directory,
-                                                                drain))
+        trigger = self._run(self._dispatcher.stop_with_savepoint(self._job_id, target_directory,
+                                                                 drain))
         return wait_for_savepoint(
-            lambda: self._loop.run(dispatcher.savepoint_status(self._job_id, trigger)), timeout_s)
+            lambda: self._run(self._dispatcher.savepoint_status(self._job_id, trigger)), timeout_s)
 
     def _result(self) -> JobResult | None:
-        return self._loop.run(self._cluster.dispatcher_gateway.request_job_result(self._job_id))
+        return self._run(self._dispatcher.request_job_result(self._job_id))

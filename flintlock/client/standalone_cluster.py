@@ -143,7 +143,8 @@ def _cpu_share(configuration: Configuration, task_managers: int) -> list[str]:
     """``-D taskmanager.cpu.cores=<cores / N>`` for N TaskManagers on this host, so their embedded
     Spark servers together run as many task threads as the host has cores (never oversubscribed);
     nothing when the cores are configured or the TaskManagers use a remote Spark."""
-    if configuration.contains(TM_CPU_CORES) or configuration.get_raw("spark.remote"):
+    if (configuration.contains(TM_CPU_CORES) or configuration.get_raw("spark.remote")
+            or task_managers < 1):
         return []
     return ["-D", f"taskmanager.cpu.cores={max(1, (os.cpu_count() or 1) // task_managers)}"]
 

@@ -21,7 +21,11 @@ from dataclasses import dataclass
 
 from flintlock.client.remote import cluster_state_dir, rest_url
 from flintlock.client.standalone_cluster import running_cluster_rest_port
-from flintlock.config import Configuration, load_cluster_configuration
+from flintlock.config import (
+    Configuration,
+    IllegalConfigurationException,
+    load_cluster_configuration,
+)
 from flintlock.config.options import EXECUTION_TARGET, REST_ADDRESS, REST_PORT
 
 __all__ = ["ExecutionTarget", "resolve_execution_target"]
@@ -49,6 +53,10 @@ def resolve_execution_target(overrides: Configuration) -> tuple[Configuration, E
     resolved = overrides.copy()
     if conf.contains(EXECUTION_TARGET):
         kind = conf.get(EXECUTION_TARGET)
+        if kind == "embedded":
+            raise IllegalConfigurationException(
+                "execution.target: embedded is what an application cluster's JobManager runs "
+                "the program with; run it with `flintlock run --target application` instead")
         if kind == "local":
             return resolved.set(EXECUTION_TARGET, "local"), _local("as configured")
         return resolved.set(EXECUTION_TARGET, "remote"), _remote(conf, "as configured")

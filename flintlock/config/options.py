@@ -153,8 +153,14 @@ RUNTIME_MODE = option("execution.runtime-mode", "AUTOMATIC",
                       _enum("STREAMING", "BATCH", "AUTOMATIC"),
                       "STREAMING, BATCH or AUTOMATIC (BATCH when all sources are bounded, else "
                       "STREAMING).")
-EXECUTION_TARGET = option("execution.target", "local", _enum("local", "remote"),
-                          "Where execute() runs jobs: an in-process MiniCluster or a remote cluster.")
+EXECUTION_TARGET = option(
+    "execution.target", "local", _enum("local", "remote", "embedded"),
+    "Where execute() runs jobs: an in-process MiniCluster (local), a session cluster (remote), or "
+    "the application cluster whose JobManager runs the program (embedded; set by `flintlock run "
+    "--target application`).")
+SHUTDOWN_ON_APPLICATION_FINISH = option(
+    "execution.shutdown-on-application-finish", True, _bool,
+    "An application cluster shuts down once the program's main() returned and its jobs ended.")
 EXECUTION_ATTACHED = option("execution.attached", True, _bool, "Wait for the job's result.")
 
 # ---- JobManager -------------------------------------------------------------------------------------
@@ -541,3 +547,6 @@ BROADCAST_JOIN_THRESHOLD = option(
     "Largest estimated size (bytes; the files a join side reads through projections and "
     "filters only) of a join input that is broadcast to the other side's subtasks instead of "
     "hash-partitioning both sides; -1 turns automatic broadcast joins off.")
+
+
+from flintlock.config import resource_manager_options as _resource_manager_options  # noqa: E402,F401  (registers its keys)

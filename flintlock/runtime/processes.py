@@ -1,10 +1,14 @@
-"""Whether a process of this host is alive (pid files, the FILE HA registry, the tests)."""
+"""Processes of this host: whether one is alive (pid files, the FILE HA registry, the tests), and
+ending with the parent (TaskManagers an active ResourceManager started)."""
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["pid_alive"]
+__all__ = ["PARENT_PID_ENV", "exit_with_parent", "pid_alive"]
+
+#: set by a process that starts TaskManagers which must end with it (``exit_with_parent``)
+PARENT_PID_ENV = "FLINTLOCK_PARENT_PID"
 
 
 def pid_alive(pid: int) -> bool:
@@ -22,3 +26,25 @@ def pid_alive(pid: int) -> bool:
             return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
     except (OSError, IndexError):  # no /proc (not Linux), or it ended meanwhile
         return True
+
+
+def exit_with_parent(expected_parent: int) -> None:
+    """Have this process receive SIGTERM when its parent ends (Linux ``PR_SET_PDEATHSIG``), so a
+    TaskManager started by a JobManager that is killed does not outlive it; if the parent is
+    already gone (it is no longer ``expected_parent``), SIGTERM this process now. No-op where
+    ``prctl`` does not exist."""
+    import ctypes
+    import ctypes.util
+    import signal
+
+    libc_name = ctypes.util.find_library("c")
+    if not libc_name:
+        return
+    try:
+        prctl = ctypes.CDLL(libc_name, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return
+    pr_set_pdeathsig = 1
+    prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+    if os.getppid() != expected_parent:  # it ended before the signal was armed
+        os.kill(os.getpid(), signal.SIGTERM)

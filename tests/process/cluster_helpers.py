@@ -75,8 +75,21 @@ def job(cluster: dict[str, Any], job_id: str) -> dict[str, Any]:
     return dict(httpx.get(f"{cluster['rest']}/v1/jobs/{job_id}").json())
 
 
+_TERMINAL = ("FINISHED", "FAILED", "CANCELED")
+
+
 def wait_for_job_state(cluster: dict[str, Any], job_id: str, state: str, timeout_s: float) -> None:
-    wait_until_sync(lambda: job(cluster, job_id)["state"] == state, timeout_s, interval_s=0.1,
+    """Poll until the job is in ``state``; fails at once, with the job's root exception, when it
+    ended in another state."""
+    def reached() -> bool:
+        now = job(cluster, job_id)["state"]
+        if now in _TERMINAL and now != state:
+            exceptions = httpx.get(f"{cluster['rest']}/v1/jobs/{job_id}/exceptions").json()
+            raise AssertionError(f"job {job_id} ended {now}, not {state}: "
+                                 f"{str(exceptions.get('root-exception'))[:3000]}")
+        return bool(now == state)
+
+    wait_until_sync(reached, timeout_s, interval_s=0.1,
                     describe=lambda: job(cluster, job_id)["state"])
 
 

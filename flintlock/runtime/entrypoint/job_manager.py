@@ -21,11 +21,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
 import socket
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flintlock.config import Configuration
+from flintlock.config import Configuration, IllegalConfigurationException
 from flintlock.config.options import (
     CHECKPOINTS_DIR,
     JM_BIND_HOST,
@@ -36,7 +37,9 @@ from flintlock.config.options import (
     REST_PORT,
     RPC_ASK_TIMEOUT,
     RPC_FRAMESIZE,
+    SHUTDOWN_ON_APPLICATION_FINISH,
 )
+from flintlock.config.resource_manager_options import RM_TYPE
 from flintlock.runtime.dispatcher.dispatcher import Dispatcher
 from flintlock.runtime.dispatcher.gateway import DispatcherGateway
 from flintlock.runtime.dispatcher.job_persistence import JobPersistence
@@ -76,6 +79,9 @@ from flintlock.runtime.net.ssl_utils import (
 from flintlock.runtime.resourcemanager.resource_manager import ResourceManager
 from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 
+if TYPE_CHECKING:
+    from flintlock.client.application import ApplicationSpec
+
 __all__ = ["resource_manager_address", "run_job_manager"]
 
 log = logging.getLogger(__name__)
@@ -87,8 +93,15 @@ def resource_manager_address(host: str, port: int) -> str:
 
 
 async def run_job_manager(configuration: Configuration, port_file: str | Path | None = None,
-                          stop: asyncio.Event | None = None) -> None:
-    """Serve until ``stop`` is set (or a signal / ``DELETE /cluster`` arrives).
+                          stop: asyncio.Event | None = None,
+                          application: ApplicationSpec | None = None) -> int:
+    """Serve until ``stop`` is set (or a signal / ``DELETE /cluster`` arrives); returns the
+    process's exit code.
+
+    With ``application`` (an application cluster, Flink's ``ApplicationClusterEntryPoint``) the
+    JobManager runs the program's main() itself (``flintlock.client.application``) and, with
+    ``execution.shutdown-on-application-finish``, stops once it and its jobs ended; the exit code
+    is then the application's status (0 succeeded, 1 failed, 2 cancelled).
 
     Logs go to ``flintlock-jobmanager-<host>-<pid>.log`` in ``env.log.dir`` too (served by
     ``/jobmanager/log``); with ``metrics.reporter.prom.port`` set, a Prometheus endpoint runs and
@@ -98,19 +111,25 @@ async def run_job_manager(configuration: Configuration, port_file: str | Path | 
     log_handler = start_process_log(
         logs, f"flintlock-jobmanager-{socket.gethostname()}-{os.getpid()}.log")
     try:
-        await _serve(configuration, port_file, stop, logs)
+        return await _serve(configuration, port_file, stop, logs, application)
     finally:
         stop_process_log(log_handler)
         logs.close()
 
 
 async def _serve(configuration: Configuration, port_file: str | Path | None,
-                 stop: asyncio.Event | None, logs: LogDirectory) -> None:
+                 stop: asyncio.Event | None, logs: LogDirectory,
+                 application: ApplicationSpec | None) -> int:
     from flintlock.runtime.rpc.grpc_service import GrpcRpcService
 
     stop = stop or asyncio.Event()
     install_stop_signals(stop)
     ha = create_ha_services(configuration)  # a clear error before anything starts
+    if ha is not None and application is not None:
+        raise IllegalConfigurationException(
+            "an application cluster with high availability is not supported yet; run the "
+            "program on a session cluster with high availability instead")
+    exit_code = 0
     if ha is not None:
         await asyncio.to_thread(ha.check_storage)
     if ha is not None and not configuration.get(CHECKPOINTS_DIR):
@@ -137,10 +156,14 @@ async def _serve(configuration: Configuration, port_file: str | Path | None,
         if ha is None:
             started: list[Any] = []
             try:
-                rest, reporter, _ = await _start_components(
+                rest, reporter, _, dispatcher = await _start_components(
                     configuration, rpc, secret, logs, stop, None, started)
                 _serving(configuration, rpc, rest, reporter, port_file)
-                await stop.wait()
+                if application is not None:
+                    exit_code = await _run_application(application, dispatcher, configuration,
+                                                       stop)
+                else:
+                    await stop.wait()
             finally:
                 log.info("JobManager stopping")
                 await _stop_all(started)
@@ -156,6 +179,28 @@ async def _serve(configuration: Configuration, port_file: str | Path | None,
         await loop_lag.stop()
         if port_file is not None:
             Path(port_file).unlink(missing_ok=True)
+    return exit_code
+
+
+async def _run_application(application: ApplicationSpec, dispatcher: Any,
+                           configuration: Configuration, stop: asyncio.Event) -> int:
+    """Run the application (``ApplicationDispatcherBootstrap``); returns its exit code, after
+    ``stop`` unless ``execution.shutdown-on-application-finish``."""
+    from flintlock.client.application import ApplicationStatus, run_application
+
+    result = await run_application(application, dispatcher, configuration, stop)
+    if result is None:
+        log.info("Application stopped before it finished")
+        return ApplicationStatus.CANCELED.exit_code
+    jobs = ", ".join(f"{job} {status}" for job, status in result.jobs.items()) or "no jobs"
+    log.info("Application %s (%s)", result.status.name, jobs)
+    if result.diagnostics:
+        log.error("The application's main() raised:\n%s", result.diagnostics)  # also on stderr
+    if configuration.get(SHUTDOWN_ON_APPLICATION_FINISH):
+        stop.set()
+    else:
+        await stop.wait()
+    return result.status.exit_code
 
 
 def _announce(ha: Any, rpc_address: str, secret: str | None) -> Any:
@@ -209,7 +254,7 @@ async def _lead_once(configuration: Configuration, rpc: Any, secret: str | None,
             return
         await _stop_all(started)  # the standby's REST: the leader's binds its port
         log.info("JobManager leads (session %s)", session)
-        rest, reporter, addresses = await _start_components(
+        rest, reporter, addresses, _ = await _start_components(
             configuration, rpc, secret, logs, stop, ha, started, leader_id=session,
             leadership_check=_leadership_check(election, session))
         if not election.confirm_leadership(session, LeaderInformation(session, addresses)):
@@ -264,6 +309,24 @@ async def _standby_rest(configuration: Configuration, ha: Any, started: list[Any
     return server
 
 
+def _resource_manager(configuration: Configuration, rpc: Any, leader_id: str) -> ResourceManager:
+    """The standalone ResourceManager, or with ``resourcemanager.type: active`` one that starts
+    TaskManager processes on this host as jobs need slots."""
+    if configuration.get(RM_TYPE) != "active":
+        return ResourceManager(rpc, configuration, leader_id=leader_id)
+    from flintlock.runtime.resourcemanager.active.active_resource_manager import (
+        ActiveResourceManager,
+    )
+    from flintlock.runtime.resourcemanager.active.process_driver import (
+        ProcessResourceManagerDriver,
+    )
+
+    return ActiveResourceManager(
+        rpc, configuration, ProcessResourceManagerDriver(configuration),
+        configuration.get(JM_RPC_ADDRESS), rpc.port, leader_id=leader_id,
+        worker_prefix=f"taskmanager-{secrets.token_hex(3)}")
+
+
 class _Stoppable:
     """``stop()`` for a synchronous stop function (``_stop_all``)."""
 
@@ -278,16 +341,16 @@ async def _start_components(configuration: Configuration, rpc: Any, secret: str 
                             logs: LogDirectory, stop: asyncio.Event, ha: Any,
                             started: list[Any], leader_id: str = DEFAULT_LEADER_ID,
                             leadership_check: LeadershipCheck | None = None,
-                            ) -> tuple[Any, Any, dict[str, str]]:
+                            ) -> tuple[Any, Any, dict[str, str], Any]:
     """Start the ResourceManager, the Dispatcher (with the recovered jobs under high
     availability), REST and the metrics reporter, appending each to ``started``; returns REST,
-    the reporter and the leader addresses of the components. ``leader_id`` (the leadership's
+    the reporter, the leader addresses of the components and the DispatcherGateway. ``leader_id`` (the leadership's
     session id) is the fencing token of the ResourceManager, Dispatcher and JobMasters;
     ``leadership_check`` guards what they publish."""
     from flintlock.runtime.rest.app import create_app
     from flintlock.runtime.rest.server import RestServer, server_options
 
-    resource_manager = ResourceManager(rpc, configuration, leader_id=leader_id)
+    resource_manager = _resource_manager(configuration, rpc, leader_id)
     await resource_manager.start()
     started.append(resource_manager)
     persistence = recovered = None
@@ -314,4 +377,4 @@ async def _start_components(configuration: Configuration, rpc: Any, secret: str 
     addresses = {"resourcemanager": resource_manager.address, "dispatcher": dispatcher.address,
                  "rest": f"{rest_scheme(configuration)}://{configuration.get(REST_ADDRESS)}:"
                          f"{rest.port}"}
-    return rest, reporter, addresses
+    return rest, reporter, addresses, gateway

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -30,6 +31,7 @@ from flintlock.config.options import (
     TM_RPC_PORT,
     TM_SPARK_WARM_UP,
 )
+from flintlock.config.resource_manager_options import TM_RESOURCE_ID
 from flintlock.runtime.entrypoint.common import (
     cluster_secret,
     install_stop_signals,
@@ -49,6 +51,7 @@ from flintlock.runtime.logs.process_logs import (
 from flintlock.runtime.metrics.loop_lag import LoopLagMonitor
 from flintlock.runtime.metrics.prometheus import start_prometheus_reporter, task_manager_source
 from flintlock.runtime.net.ssl_utils import internal_pem_files, is_internal_ssl_enabled
+from flintlock.runtime.processes import PARENT_PID_ENV, exit_with_parent
 from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 
 __all__ = ["run_task_manager"]
@@ -69,6 +72,8 @@ async def run_task_manager(configuration: Configuration, port_file: str | Path |
 
     stop = stop or asyncio.Event()
     install_stop_signals(stop)
+    if os.environ.get(PARENT_PID_ENV):  # started by an active ResourceManager: end with it
+        exit_with_parent(int(os.environ[PARENT_PID_ENV]))
     loop_lag = LoopLagMonitor.from_configuration("TaskManager", configuration).start()
     host = configuration.get(TM_HOST)
     rpc = GrpcRpcService(bind_host=host, port=configuration.get(TM_RPC_PORT),
@@ -78,7 +83,9 @@ async def run_task_manager(configuration: Configuration, port_file: str | Path |
                          tls=(internal_pem_files(configuration)
                               if is_internal_ssl_enabled(configuration) else None))
     await rpc.start()
-    resource_id = ResourceID.generate(f"{host}:{rpc.port}")
+    configured_id = configuration.get(TM_RESOURCE_ID)  # set by an active ResourceManager
+    resource_id = (ResourceID(configured_id) if configured_id
+                   else ResourceID.generate(f"{host}:{rpc.port}"))
     loop_lag.name = f"TaskManager {resource_id}"
     logs = log_directory_for(configuration, "flintlock-taskmanager-logs-")
     log_handler = start_process_log(

@@ -63,6 +63,12 @@ class JobMasterGateway(Protocol):
         ...
 
     @oneway
+    async def notify_not_enough_resources(self, cause: str) -> None:
+        """The ResourceManager cannot provide the declared slots, and why (Flink
+        ``notifyNotEnoughResourcesAvailable``); a slot request timeout's error then names it."""
+        ...
+
+    @oneway
     async def disconnect_task_manager(self, resource_id: ResourceID, cause: str) -> None:
         """A TaskExecutor went away: its slots are lost and their tasks fail."""
         ...

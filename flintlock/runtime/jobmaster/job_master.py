@@ -71,6 +71,7 @@ from flintlock.runtime.scheduler.messages import (
     FinalizeSinks,
     FreeSlot,
     JobTerminated,
+    NotEnoughResources,
     ReleasePartitions,
     ScheduleTimer,
     SinksFinalized,
@@ -613,6 +614,9 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
         self._rm_last_heartbeat = self.clock.monotonic()
         if self._rm is not None:
             self._send(self._rm.heartbeat_from_job_manager(self.resource_id), _log_failure("RM heartbeat"))
+
+    async def notify_not_enough_resources(self, cause: str) -> None:
+        self._handle(NotEnoughResources(cause))
 
     async def disconnect_task_manager(self, resource_id: ResourceID, cause: str) -> None:
         if self._task_managers.pop(resource_id, None) is not None:

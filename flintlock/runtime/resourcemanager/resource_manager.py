@@ -196,8 +196,9 @@ class ResourceManager(FencedRpcEndpoint):
         self._tm_heartbeats.monitor_target(
             resource_id, lambda: gateway.heartbeat_from_resource_manager(self.resource_id)
         )
-        self.slot_manager.handle(TaskExecutorAdded(resource_id, registration.number_of_slots,
-                                                   f"register {resource_id}"))
+        # its slots come with its first slot report (as in Flink): a slot requested now could
+        # cross that report, which would then say the slot is free after it was allocated
+        self.slot_manager.handle(TaskExecutorAdded(resource_id, 0, f"register {resource_id}"))
         log.info("Registered TaskExecutor %s at %s with %d slots.", resource_id,
                  registration.address, registration.number_of_slots)
         return RegistrationResponse(True, self.resource_id)

@@ -93,6 +93,7 @@ from flintlock.runtime.scheduler.messages import (
     GlobalFailure,
     IdleSlotCheck,
     JobTerminated,
+    NotEnoughResources,
     ReleasePartitions,
     RestartDelayElapsed,
     ScheduleTimer,
@@ -194,6 +195,8 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
         self._restarts = PendingRestarts()
         self._declared = 0
         self._idle_check_at: float | None = None
+        #: why the ResourceManager cannot provide slots ("" when it did not say)
+        self._resource_shortage = ""
         #: executions whose TDD could not be built in this step, failed once the step is done
         self._undeployable: list[tuple[Execution, SerializedError]] = []
         #: TaskManagers reported lost (their TM-local partitions are gone)
@@ -384,8 +387,14 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
             f"({len(self.pool.pending_requests())} slot request(s) pending). Add TaskManagers or "
             "slots (taskmanager.numberOfTaskSlots), or lower the parallelism."
         )
+        if self._resource_shortage:
+            message += f" The ResourceManager reported: {self._resource_shortage}"
         error = SerializedError.from_exception(NoResourceAvailableException(message), non_recoverable=True)
         self._fail_job(ExceptionHistoryEntry(error, self.clock.now_ms()))
+
+    @_handle.register
+    def _(self, event: NotEnoughResources) -> None:
+        self._resource_shortage = event.cause
 
     @_handle.register
     def _(self, event: IdleSlotCheck) -> None:

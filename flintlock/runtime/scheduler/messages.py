@@ -26,6 +26,7 @@ __all__ = [
     "CancelTask",
     "CancelTaskFailed",
     "CheckpointFinalized",
+    "NotEnoughResources",
     "Command",
     "DeclareResources",
     "DeployTask",
@@ -136,6 +137,14 @@ class SinksFinalized(Event):
     """``FinalizeSinks`` completed; ``error`` set when a commit/abort raised."""
 
     error: SerializedError | None = None
+
+
+@dataclass(frozen=True)
+class NotEnoughResources(Event):
+    """The ResourceManager cannot provide the slots the job waits for, and says why (e.g.
+    TaskManagers fail to start); the slot request timeout's error names it."""
+
+    cause: str
 
 
 @dataclass(frozen=True)

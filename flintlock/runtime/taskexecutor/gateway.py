@@ -103,6 +103,11 @@ class TaskExecutorGateway(Protocol):
         """Delete the stored result partitions (no consumer needs them any more)."""
         ...
 
+    async def can_be_released(self) -> bool:
+        """Whether stopping this TaskManager loses nothing a job still needs: no result
+        partitions on its local disk (Flink ``TaskExecutorGateway#canBeReleased``)."""
+        ...
+
     async def heartbeat_from_job_manager(self, resource_id: ResourceID, job_id: JobID) -> None:
         """A JobMaster's heartbeat request; the TaskExecutor answers with its own heartbeat.
 

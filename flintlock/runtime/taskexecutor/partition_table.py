@@ -53,6 +53,9 @@ class PartitionTable:
     def is_tracking(self, job_id: JobID) -> bool:
         return bool(self._partitions.get(job_id))
 
+    def tracks_any(self) -> bool:
+        return any(self._partitions.values())
+
     def partitions(self, job_id: JobID) -> dict[IntermediateResultPartitionID, list[str]]:
         return {p: list(u) for p, u in self._partitions.get(job_id, {}).items()}
 

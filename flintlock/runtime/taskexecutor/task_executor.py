@@ -559,6 +559,9 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
         self._delete_partitions(self._partitions.stop_tracking(job_id, partition_ids))
         self._close_job_if_unused(job_id)
 
+    async def can_be_released(self) -> bool:
+        return not self._partitions.tracks_any()  # tracked only on TM-local storage
+
     def _delete_partitions(self, uris: list[str]) -> None:
         if not uris:
             return

@@ -217,6 +217,8 @@ def test_heartbeat_slot_report_reconciles_and_reregistration_replaces() -> None:
         te = env.tes["te-1"]
         assert (await env.gw.register_task_executor(
             TaskExecutorRegistration(te.address, rid, 2))).success
+        assert await env.overview() == ResourceOverview(1, 0, 0)  # until its slot report
+        await env.gw.send_slot_report(rid, _free_report(rid, 2))
         assert await env.overview() == ResourceOverview(1, 2, 2)
         await env.gw.disconnect_task_manager(rid, "shutting down")
         await env.drain()

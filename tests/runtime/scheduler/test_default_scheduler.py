@@ -18,6 +18,7 @@ from flintlock.runtime.scheduler.messages import (
     FinalizeSinks,
     FreeSlot,
     JobTerminated,
+    NotEnoughResources,
     ReleasePartitions,
     SinksFinalized,
     StartScheduling,
@@ -247,6 +248,19 @@ def test_slot_request_timeout_fails_with_clear_message() -> None:
         "Could not acquire the minimum required resources: the job needs 3 slot(s) at once, "
         "the cluster offered 2 slot(s) within slot.request.timeout=10s"
     )
+
+
+def test_slot_request_timeout_names_what_the_resource_manager_reported() -> None:
+    d = Driver(make_job([("a", 1)], []))
+    d.handle(StartScheduling())
+    cause = "start-up failures exceed 10/min (last: taskmanager-1 could not start: /bad/python)"
+    assert d.handle(NotEnoughResources(cause)) == []  # the job keeps waiting until the timeout
+    assert d.graph.state is JobStatus.RUNNING
+    cmds = d.advance(10.1)
+    (terminated,) = [c for c in cmds if isinstance(c, JobTerminated)]
+    assert terminated.result.failure is not None
+    assert terminated.result.failure.error.message.endswith(
+        f"The ResourceManager reported: {cause}")
 
 
 def test_idle_slots_are_freed_after_idle_timeout() -> None:

@@ -57,6 +57,8 @@ class SlotManager:
         self._retry_delay_s = retry_delay_s
         self._retry_scheduled = False
         self.tracker = SlotTracker(validate=validate)
+        #: called after every event (an active ResourceManager re-checks its workers)
+        self.on_handled: Callable[[], None] | None = None
 
     def handle(self, event: SlotTrackerEvent) -> None:
         """Apply ``event`` and send the slot requests it leads to (mailbox only)."""
@@ -64,6 +66,8 @@ class SlotManager:
             self._allocate(command)
         if isinstance(event, SlotFreed):
             self._schedule_check()
+        if self.on_handled is not None:
+            self.on_handled()
 
     def _allocate(self, command: AllocateSlot) -> None:
         gateway = self._gateway_for(command.slot_id.resource_id)
