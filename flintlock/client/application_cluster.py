@@ -14,7 +14,8 @@ after the application ended).
 - **attached** (default): the JobManager's output (the program's prints, errors) shows in this
   terminal; the command returns the application's status as its exit code (0 succeeded, 1 failed,
   2 cancelled). Ctrl-C stops the application cluster (its jobs stop with it).
-- **detached** (``-d``): returns once the JobManager serves REST, printing where.
+- **detached** (``-d``): returns once the JobManager serves REST, printing where; its output
+  goes to ``log/jobmanager.out``.
 
 Defaults an application cluster sets unless configured: ``resourcemanager.type: active``,
 ``rest.port: 0`` and ``jobmanager.rpc.port: 0`` (any free port, so several applications and a
@@ -41,7 +42,7 @@ from flintlock.exceptions import FlintlockException
 from flintlock.runtime.entrypoint.common import SECRET_ENV
 
 __all__ = ["ApplicationCluster", "ApplicationClusterException", "start_application_cluster",
-           "wait_for_application"]
+           "start_dedicated_job_manager", "wait_for_application"]
 
 #: settings an application cluster gets unless the configuration has them
 _DEFAULTS = {"resourcemanager.type": "active", "rest.port": "0", "jobmanager.rpc.port": "0"}
@@ -53,11 +54,14 @@ class ApplicationClusterException(FlintlockException):
 
 @dataclass
 class ApplicationCluster:
+    """A JobManager started for one application (or, ``per-job``, for one job)."""
+
     application_id: str
     state_dir: Path
     process: subprocess.Popen[bytes]
     #: "" when the application ended before its REST port could be read
     rest_url: str
+    secret: str = ""
 
     @property
     def log_dir(self) -> Path:
@@ -72,7 +76,7 @@ def start_application_cluster(program: str, args: list[str], overrides: Configur
     Args:
         overrides: the command line's configuration (``-D``, ``-p``); passed on to the JobManager
             and from it to the TaskManagers.
-        detached: the JobManager's output goes to ``log/application.out`` instead of this
+        detached: the JobManager's output goes to ``log/jobmanager.out`` instead of this
             process's stdout and stderr, and it runs in its own session.
 
     Raises:
@@ -82,9 +86,23 @@ def start_application_cluster(program: str, args: list[str], overrides: Configur
     if not Path(program).is_file():
         raise ApplicationClusterException(
             f"Program file {program!r} does not exist or is not a file.")
+    return start_dedicated_job_manager("application-cluster", [program, *args], overrides,
+                                       "applications", show_output=not detached,
+                                       timeout_s=timeout_s)
+
+
+def start_dedicated_job_manager(command_name: str, tail: list[str], overrides: Configuration,
+                                kind_dir: str, show_output: bool,
+                                timeout_s: float = 120.0) -> ApplicationCluster:
+    """Start ``flintlock <command_name> -D ... --port-file F <tail>`` in its own session with
+    its state in ``<cluster.state-dir>/<kind_dir>/<id>/`` and wait until it serves REST.
+
+    Raises:
+        ApplicationClusterException: it ended or did not serve within ``timeout_s``.
+    """
     conf = load_cluster_configuration().add_all(overrides)
-    application_id = secrets.token_hex(16)
-    state = cluster_state_dir(conf) / "applications" / application_id
+    cluster_id = secrets.token_hex(16)
+    state = cluster_state_dir(conf) / kind_dir / cluster_id
     (state / "log").mkdir(parents=True)
     secret = conf.get(CLUSTER_SECRET) or os.environ.get(SECRET_ENV)
     if not secret:
@@ -95,21 +113,21 @@ def start_application_cluster(program: str, args: list[str], overrides: Configur
     if conf.get_raw("env.log.dir") is None:
         settings["env.log.dir"] = str(state / "log")
     port_file = state / "jobmanager.port"
-    command = [sys.executable, "-m", "flintlock", "application-cluster",
+    command = [sys.executable, "-m", "flintlock", command_name,
                *[a for k, v in settings.items() for a in ("-D", f"{k}={v}")],
-               "--port-file", str(port_file), program, *args]
+               "--port-file", str(port_file), *tail]
     env = {**os.environ, SECRET_ENV: str(secret), "PYTHONUNBUFFERED": "1"}
-    if detached:
-        with open(state / "log" / "application.out", "ab") as out:
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
-                                       stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    else:
+    if show_output:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, env=env,
                                    start_new_session=True)
+    else:
+        with open(state / "log" / "jobmanager.out", "ab") as out:
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
+                                       stderr=subprocess.STDOUT, env=env, start_new_session=True)
     (state / "jobmanager.pid").write_text(str(process.pid))
     port = _wait_for_rest_port(process, port_file, state, timeout_s)
-    return ApplicationCluster(application_id, state, process,
-                              f"http://127.0.0.1:{port}" if port is not None else "")
+    return ApplicationCluster(cluster_id, state, process,
+                              f"http://127.0.0.1:{port}" if port is not None else "", str(secret))
 
 
 def _wait_for_rest_port(process: subprocess.Popen[bytes], port_file: Path, state: Path,

@@ -140,10 +140,12 @@ _program_command = cli.command(
 
 @_program_command
 @_parallelism
-@click.option("--target", type=click.Choice(["local", "remote", "application"]), default=None,
+@click.option("--target", type=click.Choice(["local", "remote", "per-job", "application"]),
+              default=None,
               help="Run on a local cluster or a session cluster (default: the configured cluster, "
-                   "else one `flintlock cluster start` left running, else local), or start an "
-                   "application cluster that runs the program's main() and ends with it.")
+                   "else one `flintlock cluster start` left running, else local), on a cluster "
+                   "started for each job (per-job), or start an application cluster that runs "
+                   "the program's main() and ends with it.")
 @_jobmanager_option
 @click.option("-d", "--detached", is_flag=True, help="Submit and return the JobID at once.")
 @click.option("-s", "--fromSavepoint", "--from-savepoint", "from_savepoint", metavar="PATH",

@@ -93,6 +93,21 @@ def register(cli: click.Group) -> None:
         sys.exit(asyncio.run(run_job_manager(_configuration(dynamic), port_file,
                                              application=ApplicationSpec(program, args))))
 
+    @cli.command("per-job-cluster")
+    @_dynamic
+    @click.option("--port-file", default=None, help="Write the bound ports here (JSON).")
+    @click.option("--detached", is_flag=True,
+                  help="End once the job ended (default: once its result was also fetched).")
+    @_exit_on_client_errors
+    def per_job_cluster(dynamic: tuple[str, ...], port_file: str | None, detached: bool) -> None:
+        """Run the JobManager of a per-job cluster: it runs the first job submitted to it and
+        exits with its status (0 succeeded, 1 failed, 2 cancelled). `flintlock run --target
+        per-job` starts one per job."""
+        from flintlock.runtime.entrypoint.job_manager import run_job_manager
+
+        sys.exit(asyncio.run(run_job_manager(_configuration(dynamic), port_file,
+                                             per_job="detached" if detached else "attached")))
+
     @cli.command("taskmanager")
     @_dynamic
     @click.option("--port-file", default=None, help="Write the bound ports here (JSON).")

@@ -4,7 +4,8 @@
 job on an in-process MiniCluster; ``remote`` submits it to a session cluster over REST
 (``flintlock.client.remote``); ``embedded`` submits it to the Dispatcher of the application
 cluster whose JobManager runs the program (``flintlock.client.application``, Flink's
-``EmbeddedExecutor``).
+``EmbeddedExecutor``); ``per-job`` starts a JobManager for the job and submits it there
+(``flintlock.client.per_job``).
 
 The local MiniCluster lives as long as the program: the first ``execute()`` starts it (and the
 process's Spark Connect session, ~5 s), later ``execute()`` calls reuse both, and the process's exit
@@ -60,6 +61,11 @@ def execute_job(job_graph: JobGraph, configuration: Configuration) -> Any:
         from flintlock.client.remote import submit_remote
 
         client: Any = submit_remote(job_graph, configuration, ctx.progress_enabled())
+    elif target == "per-job":
+        from flintlock.client.per_job import submit_per_job
+
+        client = submit_per_job(job_graph, ctx.overrides, configuration, ctx.progress_enabled(),
+                                ctx.detached)
     elif target == "embedded":
         if ctx.embedded is None:
             raise IllegalConfigurationException(

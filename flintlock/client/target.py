@@ -33,7 +33,8 @@ __all__ = ["ExecutionTarget", "resolve_execution_target"]
 
 @dataclass(frozen=True)
 class ExecutionTarget:
-    """``kind``: ``"local"`` or ``"remote"``; ``description``: one line for the user."""
+    """``kind``: ``"local"``, ``"remote"`` or ``"per-job"``; ``description``: one line for the
+    user."""
 
     kind: str
     description: str
@@ -59,6 +60,9 @@ def resolve_execution_target(overrides: Configuration) -> tuple[Configuration, E
                 "the program with; run it with `flintlock run --target application` instead")
         if kind == "local":
             return resolved.set(EXECUTION_TARGET, "local"), _local("as configured")
+        if kind == "per-job":
+            return resolved.set(EXECUTION_TARGET, "per-job"), ExecutionTarget(
+                "per-job", "a JobManager started for each job, with TaskManagers started for it")
         return resolved.set(EXECUTION_TARGET, "remote"), _remote(conf, "as configured")
     if conf.contains(REST_ADDRESS) or conf.contains(REST_PORT):
         return resolved.set(EXECUTION_TARGET, "remote"), _remote(conf, "rest.address/rest.port")

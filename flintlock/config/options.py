@@ -154,10 +154,10 @@ RUNTIME_MODE = option("execution.runtime-mode", "AUTOMATIC",
                       "STREAMING, BATCH or AUTOMATIC (BATCH when all sources are bounded, else "
                       "STREAMING).")
 EXECUTION_TARGET = option(
-    "execution.target", "local", _enum("local", "remote", "embedded"),
-    "Where execute() runs jobs: an in-process MiniCluster (local), a session cluster (remote), or "
-    "the application cluster whose JobManager runs the program (embedded; set by `flintlock run "
-    "--target application`).")
+    "execution.target", "local", _enum("local", "remote", "per-job", "embedded"),
+    "Where execute() runs jobs: an in-process MiniCluster (local), a session cluster (remote), a "
+    "JobManager started for each job (per-job), or the application cluster whose JobManager runs "
+    "the program (embedded; set by `flintlock run --target application`).")
 SHUTDOWN_ON_APPLICATION_FINISH = option(
     "execution.shutdown-on-application-finish", True, _bool,
     "An application cluster shuts down once the program's main() returned and its jobs ended.")

@@ -19,6 +19,7 @@ those components (their jobs are suspended, for the next leader to run) and stan
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import secrets
@@ -43,6 +44,7 @@ from flintlock.config.resource_manager_options import RM_TYPE
 from flintlock.runtime.dispatcher.dispatcher import Dispatcher
 from flintlock.runtime.dispatcher.gateway import DispatcherGateway
 from flintlock.runtime.dispatcher.job_persistence import JobPersistence
+from flintlock.runtime.dispatcher.mini_dispatcher import MiniDispatcherGateway, run_until_job_done
 from flintlock.runtime.entrypoint.common import (
     cluster_secret,
     install_stop_signals,
@@ -94,14 +96,18 @@ def resource_manager_address(host: str, port: int) -> str:
 
 async def run_job_manager(configuration: Configuration, port_file: str | Path | None = None,
                           stop: asyncio.Event | None = None,
-                          application: ApplicationSpec | None = None) -> int:
+                          application: ApplicationSpec | None = None,
+                          per_job: str | None = None) -> int:
     """Serve until ``stop`` is set (or a signal / ``DELETE /cluster`` arrives); returns the
     process's exit code.
 
     With ``application`` (an application cluster, Flink's ``ApplicationClusterEntryPoint``) the
     JobManager runs the program's main() itself (``flintlock.client.application``) and, with
     ``execution.shutdown-on-application-finish``, stops once it and its jobs ended; the exit code
-    is then the application's status (0 succeeded, 1 failed, 2 cancelled).
+    is then the application's status (0 succeeded, 1 failed, 2 cancelled). With ``per_job``
+    (``"attached"`` or ``"detached"``, a per-job cluster) the Dispatcher is a MiniDispatcher: it
+    runs the first submitted job only and the process exits once it ended (attached: and its
+    result was fetched), with the same exit codes.
 
     Logs go to ``flintlock-jobmanager-<host>-<pid>.log`` in ``env.log.dir`` too (served by
     ``/jobmanager/log``); with ``metrics.reporter.prom.port`` set, a Prometheus endpoint runs and
@@ -111,7 +117,7 @@ async def run_job_manager(configuration: Configuration, port_file: str | Path | 
     log_handler = start_process_log(
         logs, f"flintlock-jobmanager-{socket.gethostname()}-{os.getpid()}.log")
     try:
-        return await _serve(configuration, port_file, stop, logs, application)
+        return await _serve(configuration, port_file, stop, logs, application, per_job)
     finally:
         stop_process_log(log_handler)
         logs.close()
@@ -119,16 +125,16 @@ async def run_job_manager(configuration: Configuration, port_file: str | Path | 
 
 async def _serve(configuration: Configuration, port_file: str | Path | None,
                  stop: asyncio.Event | None, logs: LogDirectory,
-                 application: ApplicationSpec | None) -> int:
+                 application: ApplicationSpec | None, per_job: str | None) -> int:
     from flintlock.runtime.rpc.grpc_service import GrpcRpcService
 
     stop = stop or asyncio.Event()
     install_stop_signals(stop)
     ha = create_ha_services(configuration)  # a clear error before anything starts
-    if ha is not None and application is not None:
+    if ha is not None and (application is not None or per_job is not None):
         raise IllegalConfigurationException(
-            "an application cluster with high availability is not supported yet; run the "
-            "program on a session cluster with high availability instead")
+            "application and per-job clusters with high availability are not supported yet; "
+            "run the program on a session cluster with high availability instead")
     exit_code = 0
     if ha is not None:
         await asyncio.to_thread(ha.check_storage)
@@ -156,10 +162,14 @@ async def _serve(configuration: Configuration, port_file: str | Path | None,
         if ha is None:
             started: list[Any] = []
             try:
+                wrap = (None if per_job is None else functools.partial(
+                    MiniDispatcherGateway, attached=per_job != "detached"))
                 rest, reporter, _, dispatcher = await _start_components(
-                    configuration, rpc, secret, logs, stop, None, started)
+                    configuration, rpc, secret, logs, stop, None, started, wrap_gateway=wrap)
                 _serving(configuration, rpc, rest, reporter, port_file)
-                if application is not None:
+                if per_job is not None:
+                    exit_code = await run_until_job_done(dispatcher, stop)
+                elif application is not None:
                     exit_code = await _run_application(application, dispatcher, configuration,
                                                        stop)
                 else:
@@ -341,6 +351,7 @@ async def _start_components(configuration: Configuration, rpc: Any, secret: str 
                             logs: LogDirectory, stop: asyncio.Event, ha: Any,
                             started: list[Any], leader_id: str = DEFAULT_LEADER_ID,
                             leadership_check: LeadershipCheck | None = None,
+                            wrap_gateway: Any = None,
                             ) -> tuple[Any, Any, dict[str, str], Any]:
     """Start the ResourceManager, the Dispatcher (with the recovered jobs under high
     availability), REST and the metrics reporter, appending each to ``started``; returns REST,
@@ -365,6 +376,8 @@ async def _start_components(configuration: Configuration, rpc: Any, secret: str 
     await dispatcher.start()
     started.append(dispatcher)
     gateway = await rpc.connect(dispatcher.address, DispatcherGateway, fencing_token=leader_id)
+    if wrap_gateway is not None:  # a per-job cluster's MiniDispatcher
+        gateway = wrap_gateway(gateway)
     rest = RestServer(create_app(gateway, configuration, secret=secret, job_manager_logs=logs,
                                  high_availability=ha.describe if ha is not None else None),
                       host=configuration.get(REST_BIND_ADDRESS), port=configuration.get(REST_PORT),
