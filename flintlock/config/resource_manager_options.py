@@ -61,8 +61,9 @@ RM_START_WORKER_RETRY_INTERVAL = option(
     "The pause between TaskManager starts while start-up failures exceed the maximum rate.")
 SLOTMANAGER_MAX_SLOTS = option(
     "slotmanager.number-of-slots.max", None, _max_slots,
-    "Most slots of all TaskManagers together that an active ResourceManager starts (unset: no "
-    "limit); jobs needing more wait for slots.")
+    "Most slots of all TaskManagers together that an active ResourceManager starts; jobs needing "
+    "more wait for slots. Unset: this host's cores for TaskManager processes on this host (a "
+    "slot runs on a Spark core; more would oversubscribe the host).")
 SLOTMANAGER_REDUNDANT_TASK_MANAGERS = option(
     "slotmanager.redundant-taskmanager-num", 0, nonneg_int,
     "Extra TaskManagers an active ResourceManager keeps started while jobs run, so a lost "

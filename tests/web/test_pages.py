@@ -232,16 +232,21 @@ def test_api_text_is_never_markup(open_page: Callable[..., Any]) -> None:
 
 def test_api_errors_are_visible_and_refresh_failures_keep_the_page(
         open_page: Callable[..., Any]) -> None:
-    state = {"fail": False}
+    state = {"fail": False, "pending": 0}
 
     def overview(_: str) -> Answer:
         if state["fail"]:
             return 503, {"errors": ["dispatcher unreachable"]}
         return {"taskmanagers": 3, "slots-total": 6, "slots-available": 6, "jobs-running": 0,
-                "jobs-finished": 0, "jobs-failed": 0, "jobs-cancelled": 0}
+                "jobs-finished": 0, "jobs-failed": 0, "jobs-cancelled": 0,
+                "taskmanagers-pending": state["pending"]}
 
     page, _ = open_page({"overview": overview, "jobs/overview": {"jobs": []},
                          "taskmanagers": (500, {"errors": ["TaskManager registry broken"]})})
+    expect(page.locator('[data-stat="Task Managers"] .stat-value')).to_have_text("3")
+    state["pending"] = 2  # an active ResourceManager starts two more
+    expect(page.locator('[data-stat="Task Managers"] .stat-value')).to_have_text("3 (+2 starting)")
+    state["pending"] = 0
     expect(page.locator('[data-stat="Task Managers"] .stat-value')).to_have_text("3")
     state["fail"] = True  # the next refresh fails: the last good page stays, with a banner
     expect(page.locator("#error-banner")).to_contain_text("HTTP 503: dispatcher unreachable")

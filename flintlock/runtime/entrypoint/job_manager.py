@@ -331,10 +331,11 @@ def _resource_manager(configuration: Configuration, rpc: Any, leader_id: str) ->
         ProcessResourceManagerDriver,
     )
 
+    # its TaskManagers share this host: more slots than cores would oversubscribe it
     return ActiveResourceManager(
         rpc, configuration, ProcessResourceManagerDriver(configuration),
         configuration.get(JM_RPC_ADDRESS), rpc.port, leader_id=leader_id,
-        worker_prefix=f"taskmanager-{secrets.token_hex(3)}")
+        worker_prefix=f"taskmanager-{secrets.token_hex(3)}", default_max_slots=os.cpu_count())
 
 
 class _Stoppable:

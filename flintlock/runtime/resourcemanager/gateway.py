@@ -102,6 +102,8 @@ class ResourceOverview:
     number_of_task_managers: int
     number_of_slots: int
     number_of_free_slots: int
+    #: TaskManagers an active ResourceManager has started that have not registered yet
+    number_of_pending_task_managers: int = 0
 
 
 class ResourceManagerGateway(Protocol):

@@ -105,6 +105,8 @@ def cluster_overview(overview: ClusterOverview, flink_version: str,
         "taskmanagers": r.number_of_task_managers,
         "slots-total": r.number_of_slots,
         "slots-available": r.number_of_free_slots,
+        # flintlock's: started by an active ResourceManager, not registered yet
+        "taskmanagers-pending": r.number_of_pending_task_managers,
         "jobs-running": overview.jobs_running,
         "jobs-finished": overview.jobs_finished,
         "jobs-cancelled": overview.jobs_cancelled,

@@ -13,6 +13,7 @@ from flintlock.runtime.ids import JobID, ResourceID, SlotID
 from flintlock.runtime.jobmaster.gateway import JobMasterGateway
 from flintlock.runtime.resourcemanager.active.active_resource_manager import (
     ActiveResourceManager,
+    worker_settings,
 )
 from flintlock.runtime.resourcemanager.active.worker_tracker import (
     WorkerResourceSpec,
@@ -127,6 +128,7 @@ def test_declared_slots_start_workers_whose_slots_go_to_the_job() -> None:
         job = JobID.generate()
         await env.declare(job, 3)
         await wait_until(lambda: len(env.driver.requested) == 2, describe=env.states)
+        assert (await env.gw.request_resource_overview()).number_of_pending_task_managers == 2
         spec = WorkerResourceSpec(number_of_slots=2, cpu_cores=1)
         assert env.driver.requested == [(ResourceID("tm-1"), spec), (ResourceID("tm-2"), spec)]
         te1 = await env.launch(ResourceID("tm-1"))
@@ -160,6 +162,10 @@ def test_idle_workers_are_released_after_the_timeout_unless_they_hold_partitions
         await env.tes[ResourceID("tm-2")].wait_for_call("can_be_released")  # asked, and kept
         await env.rm.run_in_mailbox(lambda: None)
         assert env.states() == {"tm-1": "RELEASING", "tm-2": "REGISTERED"}
+        te1 = env.tes[ResourceID("tm-1")]  # a TaskManager being stopped may not come back
+        refused = await env.gw.register_task_executor(
+            TaskExecutorRegistration(te1.address, ResourceID("tm-1"), 2))
+        assert not refused.success and "being stopped" in refused.reason
         env.driver.handler.on_worker_terminated(ResourceID("tm-1"), "stopped with code 0")
         await wait_until(lambda: env.states() == {"tm-2": "REGISTERED"})
 
@@ -224,3 +230,13 @@ def test_a_worker_registered_in_time_is_not_stopped() -> None:
         assert env.driver.released == []
 
     _run(body, **{"resourcemanager.taskmanager-registration.timeout": "30 s"})
+
+
+def test_the_drivers_capacity_caps_the_slots_unless_configured() -> None:
+    def max_slots(conf: dict[str, str], default: int | None) -> int | None:
+        return worker_settings(Configuration(conf), default).max_slots
+
+    assert max_slots({}, None) is None
+    assert max_slots({}, 2) == 2  # TaskManager processes on a 2-core host
+    assert max_slots({"taskmanager.numberOfTaskSlots": "4"}, 2) == 4  # at least one worker
+    assert max_slots({"slotmanager.number-of-slots.max": "8"}, 2) == 8

@@ -123,7 +123,8 @@ def test_overview(rest, prefix):
     rest.on("request_cluster_overview",
             lambda: ClusterOverview(ResourceOverview(2, 8, 3), 1, 4, 2, 1))
     assert rest.client.get(f"{prefix}/overview").json() == {
-        "taskmanagers": 2, "slots-total": 8, "slots-available": 3, "jobs-running": 1,
+        "taskmanagers": 2, "slots-total": 8, "slots-available": 3, "taskmanagers-pending": 0,
+        "jobs-running": 1,
         "jobs-finished": 4, "jobs-cancelled": 2, "jobs-failed": 1,
         "flink-version": "2.1-flintlock", "flink-commit": "unknown",
     }

@@ -13,6 +13,7 @@ by a user) is accepted too, its slots are used, and it is never stopped.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from typing import Any
@@ -41,10 +42,15 @@ from flintlock.runtime.resourcemanager.active.worker_tracker import (
     WorkerResourceSpec,
     WorkerSettings,
     WorkerStartFailed,
+    WorkerState,
     WorkerTerminated,
     WorkerTracker,
 )
-from flintlock.runtime.resourcemanager.gateway import RegistrationResponse, TaskExecutorRegistration
+from flintlock.runtime.resourcemanager.gateway import (
+    RegistrationResponse,
+    ResourceOverview,
+    TaskExecutorRegistration,
+)
 from flintlock.runtime.resourcemanager.resource_manager import ResourceManager
 from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 from flintlock.runtime.rpc.service import RpcService
@@ -57,18 +63,23 @@ log = logging.getLogger(__name__)
 CHECK_INTERVAL_S = 0.5
 
 
-def worker_settings(configuration: Configuration) -> WorkerSettings:
+def worker_settings(configuration: Configuration,
+                    default_max_slots: int | None = None) -> WorkerSettings:
     """The WorkerTracker's settings from the configuration.
 
     Each worker has ``taskmanager.numberOfTaskSlots`` slots and ``taskmanager.cpu.cores`` cores
     (default: one per slot, at most this host's cores), so workers on one host do not
-    oversubscribe it as long as the slots do not.
+    oversubscribe it as long as the slots do not. ``default_max_slots`` applies when
+    ``slotmanager.number-of-slots.max`` is unset (never below one worker's slots).
     """
     slots = configuration.get(TASK_SLOTS)
     cores = configuration.get(TM_CPU_CORES) or max(1, min(slots, os.cpu_count() or 1))
+    max_slots = configuration.get(SLOTMANAGER_MAX_SLOTS)
+    if max_slots is None and default_max_slots is not None:
+        max_slots = max(slots, default_max_slots)
     return WorkerSettings(
         spec=WorkerResourceSpec(number_of_slots=slots, cpu_cores=cores),
-        max_slots=configuration.get(SLOTMANAGER_MAX_SLOTS),
+        max_slots=max_slots,
         redundant=configuration.get(SLOTMANAGER_REDUNDANT_TASK_MANAGERS),
         idle_timeout_ms=round(configuration.get(RM_TASK_MANAGER_TIMEOUT) * 1000),
         registration_timeout_ms=round(configuration.get(RM_TASK_MANAGER_REGISTRATION_TIMEOUT) * 1000),
@@ -86,19 +97,21 @@ class ActiveResourceManager(ResourceManager):
         driver: starts and stops workers (``ProcessResourceManagerDriver``).
         rpc_host, rpc_port: where the workers register (this JobManager's RPC service).
         worker_prefix: workers are named ``<worker_prefix>-<n>``.
+        default_max_slots: the driver's capacity, when ``slotmanager.number-of-slots.max`` is
+            unset (the process driver: this host's cores).
     """
 
     def __init__(self, rpc_service: RpcService, configuration: Configuration,
                  driver: ResourceManagerDriver, rpc_host: str, rpc_port: int,
                  clock: Clock | None = None, endpoint_id: str = "resourcemanager", *,
                  validate: bool = False, leader_id: str = DEFAULT_LEADER_ID,
-                 worker_prefix: str = "taskmanager") -> None:
+                 worker_prefix: str = "taskmanager", default_max_slots: int | None = None) -> None:
         super().__init__(rpc_service, configuration, clock, endpoint_id, validate=validate,
                          leader_id=leader_id)
         self._driver = driver
         self._rpc_host, self._rpc_port = rpc_host, rpc_port
-        self.workers = WorkerTracker(worker_settings(configuration), worker_prefix,
-                                     validate=validate)
+        self.workers = WorkerTracker(worker_settings(configuration, default_max_slots),
+                                     worker_prefix, validate=validate)
         self._check_posted = False
         self._held_back_logged = ""
         self._told_jobs: set[JobID] = set()  # told why slots are held back
@@ -125,6 +138,10 @@ class ActiveResourceManager(ResourceManager):
     async def register_task_executor(
         self, registration: TaskExecutorRegistration
     ) -> RegistrationResponse:
+        worker = self.workers.worker(registration.resource_id)
+        if worker is not None and worker.state is WorkerState.RELEASING:
+            return RegistrationResponse(False, self.resource_id,
+                                        "this TaskManager is being stopped")
         response = await super().register_task_executor(registration)
         if response.success and self.workers.is_ours(registration.resource_id):
             self._handle(WorkerRegistered(registration.resource_id, self.clock.now_ms(),
@@ -173,8 +190,9 @@ class ActiveResourceManager(ResourceManager):
         held_back = self.workers.held_back
         if held_back.split(";")[0] != self._held_back_logged.split(";")[0]:  # not per countdown
             self._held_back_logged = held_back
-            if held_back:
-                log.warning("%s", held_back)
+            if held_back:  # a cap is normal operation; start-up failures are not
+                log.log(logging.INFO if "number-of-slots.max" in held_back else logging.WARNING,
+                        "%s", held_back)
         if not held_back:
             self._told_jobs.clear()
             return
@@ -217,6 +235,11 @@ class ActiveResourceManager(ResourceManager):
         self._handle(WorkerStartFailed(resource_id, cause, self.clock.now_ms(),
                                        f"start failed {resource_id}"))
         self._request_check()
+
+    async def request_resource_overview(self) -> ResourceOverview:
+        overview = await super().request_resource_overview()
+        return dataclasses.replace(overview, number_of_pending_task_managers=len(
+            self.workers.workers(WorkerState.REQUESTED)))
 
     def debug_state(self) -> dict[str, Any]:
         return {**super().debug_state(), "workers": {

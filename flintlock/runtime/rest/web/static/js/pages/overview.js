@@ -21,7 +21,9 @@ export default {
     const { running, completed } = splitJobs(jobs || []);
     return h("div", null,
       h("div", { class: "stats" },
-        stat("Task Managers", overview.taskmanagers, "", "#/taskmanagers"),
+        stat("Task Managers", overview["taskmanagers-pending"]
+          ? `${overview.taskmanagers} (+${overview["taskmanagers-pending"]} starting)`
+          : overview.taskmanagers, "", "#/taskmanagers"),
         stat("Total Task Slots", overview["slots-total"]),
         stat("Available Task Slots", overview["slots-available"]),
         stat("Running Jobs", overview["jobs-running"], "state-running", "#/jobs/running"),

@@ -1,0 +1,218 @@
+"""Deployment-modes benchmark: one TPC-H query end to end, as a user runs it in each mode.
+
+Each run is one command, timed from its start to its exit (wall clock), on the same data:
+
+- ``pyspark``: plain PySpark (``local[2]``) in a fresh process: the query written as Parquet;
+- ``local``: ``flintlock run --target local`` (MiniCluster and Spark session in the process);
+- ``session``: ``flintlock run --target remote`` on a session cluster started (and warmed up with
+  one run) beforehand: one TaskManager of two slots;
+- ``per-job``: ``flintlock run --target per-job``: a JobManager and the job's TaskManagers are
+  started for the job;
+- ``application``: ``flintlock run --target application``: the JobManager runs main() and starts
+  the TaskManagers.
+
+Reported per query and mode (medians over the runs): the total time, the time to the first
+record (from the command's start to the first subtask RUNNING, from the INFO log lines of the
+process that logs it: the JobManager, or the client in local mode), and for the dedicated
+clusters the TaskManager start-up (``Starting TaskManager`` to ``Registered TaskExecutor`` in
+the JobManager's log: process and Spark session). Ratios are against the session run. The issue's
+target: application <= session + one TaskManager start.
+
+    python benchmarks/deployment_modes.py --data data/tpch-sf1 --queries q6,q18 --runs 3
+
+prints the table, writes raw figures to ``benchmarks/results/`` and the table to
+``docs/deployment-modes-benchmark.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.failover import FLINTLOCK, QUERY_PROGRAM, REPO
+
+MODES = ("pyspark", "local", "session", "per-job", "application")
+
+#: argv: <query> <tpch dir> <out>; plain PySpark, the same DataFrame code as the other benchmarks
+PYSPARK_PROGRAM = """
+import sys
+sys.path.insert(0, {repo!r})
+from pyspark.sql import SparkSession
+from benchmarks.pyspark_queries import QUERIES, Paths
+spark = SparkSession.builder.master("local[2]").getOrCreate()
+QUERIES[sys.argv[1]](spark, Paths(tpch=sys.argv[2], text="", flights="")).write.parquet(sys.argv[3])
+spark.stop()
+"""
+
+_LOG_TIME = r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})"
+_RUNNING = re.compile(_LOG_TIME + r" INFO .* switched from \w+ to RUNNING")
+_START = re.compile(_LOG_TIME + r" INFO .*Starting TaskManager (\S+) ")
+_REGISTERED = re.compile(_LOG_TIME + r" INFO .*Registered TaskExecutor (\S+) at")
+
+
+@dataclass
+class Run:
+    query: str
+    mode: str
+    run: int
+    total_s: float
+    first_record_s: float | None
+    task_manager_start_s: list[float]
+
+
+def _epoch(stamp: str) -> float:
+    return dt.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def _first_running(text: str, after: float) -> float | None:
+    times = [_epoch(m.group(1)) for m in _RUNNING.finditer(text)]
+    later = [t for t in times if t >= after - 0.001]
+    return min(later) - after if later else None
+
+
+def _task_manager_starts(text: str) -> list[float]:
+    started = {m.group(2): _epoch(m.group(1)) for m in _START.finditer(text)}
+    return [_epoch(m.group(1)) - started[m.group(2)] for m in _REGISTERED.finditer(text)
+            if m.group(2) in started]
+
+
+def _logs(directory: Path) -> str:
+    return "\n".join(p.read_text(errors="replace")
+                     for p in directory.rglob("flintlock-jobmanager-*.log"))
+
+
+def one_run(mode: str, query: str, data: Path, work: Path, state: Path, run: int) -> Run:
+    out = work / f"out-{mode}-{query}-{run}"
+    program = work / ("pyspark_query.py" if mode == "pyspark" else "query.py")
+    if mode == "pyspark":
+        tpch = next(data.glob("tpch-sf*"))
+        command = [sys.executable, str(program), query, str(tpch), str(out)]
+    else:
+        target = {"session": "remote"}.get(mode, mode)
+        command = [*FLINTLOCK, *(["-v"] if mode == "local" else []), "run", "--target", target,
+                   "-D", f"cluster.state-dir={state}", str(program), "--query", query,
+                   "--data", str(data), "--out", str(out), "--name", f"{query}-{mode}-{run}"]
+    dedicated = state / {"per-job": "job-clusters", "application": "applications"}.get(mode, "-")
+    before = set(dedicated.iterdir()) if dedicated.exists() else set()
+    start = time.time()
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=REPO,
+                          env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    total = time.time() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{mode} {query} failed ({proc.returncode}): {proc.stderr[-3000:]}")
+    if mode == "local":
+        text = proc.stderr
+    elif mode == "session":
+        text = _logs(state / "log")
+    elif mode == "pyspark":
+        text = ""
+    else:
+        [new] = set(dedicated.iterdir()) - before
+        text = _logs(new)
+    starts = _task_manager_starts(text) if mode in ("per-job", "application") else []
+    shutil.rmtree(out, ignore_errors=True)
+    return Run(query, mode, run, total, _first_running(text, start), starts)
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def summarize(runs: list[Run]) -> list[dict[str, object]]:
+    rows = []
+    for query in dict.fromkeys(r.query for r in runs):
+        session = _median([r.total_s for r in runs if r.query == query and r.mode == "session"])
+        for mode in MODES:
+            mine = [r for r in runs if r.query == query and r.mode == mode]
+            if not mine:
+                continue
+            total = _median([r.total_s for r in mine])
+            first = _median([r.first_record_s for r in mine if r.first_record_s is not None])
+            tm = _median([s for r in mine for s in r.task_manager_start_s])
+            rows.append({"query": query.upper(), "mode": mode, "runs": len(mine), "total_s": total,
+                         "vs_session": total / session if session else None,
+                         "first_record_s": first, "task_manager_start_s": tm,
+                         "session_plus_tm_start_s": (session + tm) if session and tm else None})
+    return rows
+
+
+def _fmt(value: object, suffix: str = "", digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}{suffix}"
+
+
+def table(rows: list[dict[str, object]]) -> str:
+    lines = ["| query | mode | runs | total (s) | vs session | to first record (s) | "
+             "TaskManager start (s) | target: session + one TM start (s) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['query']} | {r['mode']} | {r['runs']} | {_fmt(r['total_s'])} | "
+                     f"{_fmt(r['vs_session'], 'x', 2)} | {_fmt(r['first_record_s'])} | "
+                     f"{_fmt(r['task_manager_start_s'])} | {_fmt(r['session_plus_tm_start_s'])} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default="data/tpch-sf1")
+    parser.add_argument("--queries", default="q6,q18")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--modes", default=",".join(MODES))
+    args = parser.parse_args()
+    data = Path(args.data).resolve()
+    modes = [m for m in args.modes.split(",") if m]
+    runs: list[Run] = []
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="flintlock-modes-") as tmp:
+        work, state = Path(tmp), Path(tmp) / "state"
+        (work / "query.py").write_text(QUERY_PROGRAM.format(repo=str(REPO)))
+        (work / "pyspark_query.py").write_text(PYSPARK_PROGRAM.format(repo=str(REPO)))
+        cluster = [*FLINTLOCK, "cluster", "start", "--taskmanagers", "1", "-D",
+                   f"cluster.state-dir={state}", "-D", "rest.port=0",
+                   "-D", "jobmanager.rpc.port=0", "-D", "taskmanager.numberOfTaskSlots=2"]
+        if "session" in modes:
+            subprocess.run(cluster, check=True, cwd=REPO, capture_output=True, timeout=300)
+        try:
+            for query in args.queries.split(","):
+                if "session" in modes:  # warm-up: the session cluster has run a query before
+                    one_run("session", query, data, work, state, -1)
+                for run in range(args.runs):
+                    for mode in modes:  # interleaved, so drift hits every mode alike
+                        r = one_run(mode, query, data, work, state, run)
+                        print(f"{query} {mode} run {run}: {r.total_s:.1f} s, first record "
+                              f"{_fmt(r.first_record_s)} s, TaskManager start "
+                              f"{[round(s, 1) for s in r.task_manager_start_s]}", file=sys.stderr)
+                        runs.append(r)
+        finally:
+            if "session" in modes:
+                subprocess.run([*FLINTLOCK, "cluster", "stop", "-D", f"cluster.state-dir={state}"],
+                               cwd=REPO, capture_output=True, timeout=120)
+    rows = summarize(runs)
+    print(table(rows))
+    stamp = dt.datetime.now().strftime("%Y%m%dT%H%M%S")
+    raw = REPO / "benchmarks" / "results" / f"deployment-modes-{stamp}.json"
+    raw.write_text(json.dumps({"runs": [asdict(r) for r in runs], "rows": rows}, indent=1))
+    command = " ".join(["python benchmarks/deployment_modes.py", *sys.argv[1:]])
+    (REPO / "docs" / "deployment-modes-benchmark.md").write_text(
+        f"# Deployment modes: one TPC-H query end to end\n\nGenerated by `{command}` on "
+        f"{dt.date.today()} ({platform.platform()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}, load average {load:.1f} at the start).\n\n"
+        + (__doc__ or "").split("\n\n", 1)[1].split("\n\n    python")[0] + "\n\n"
+        + table(rows) + f"\n\nRaw figures: `benchmarks/results/{raw.name}`.\n")
+
+
+if __name__ == "__main__":
+    main()
