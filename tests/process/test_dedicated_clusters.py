@@ -17,7 +17,7 @@ from flintlock.testing.waiting import wait_until_sync
 
 pytestmark = [pytest.mark.process, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(600)]
 
-#: argv: <output dir> <pause after the first job, s>; three jobs, one after the other
+#: argv: <output dir> <pause after the first job, s> [<jobs>, default 3]; one after the other
 THREE_JOBS = """
 import sys, time
 from flintlock import StreamExecutionEnvironment
@@ -26,7 +26,7 @@ from flintlock.connectors import FileSink
 def double(row):
     return (row.id * 2,)
 
-for i in range(3):
+for i in range(int(sys.argv[3]) if len(sys.argv) > 3 else 3):
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
     env.from_sequence(1, 100 * (i + 1)).map(double, "id long").sink_to(
@@ -114,21 +114,21 @@ def test_a_detached_application_whose_job_fails_ends_with_the_root_cause(tmp_pat
 
 def test_per_job_clusters_run_each_job_of_a_program_on_a_cluster_of_its_own(tmp_path: Path) -> None:
     state, out = tmp_path / "state", tmp_path / "out"
-    program = tmp_path / "three_jobs.py"
+    program = tmp_path / "jobs.py"
     program.write_text(THREE_JOBS)
-    proc = _run(state, "--target", "per-job", str(program), str(out), "0")
+    proc = _run(state, "--target", "per-job", str(program), str(out), "0", "2")
     clusters = sorted((state / "job-clusters").iterdir(), key=lambda p: p.stat().st_mtime)
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr[-3000:]}"
     assert "application done" in proc.stdout  # main() ran in the client
-    assert len(clusters) == 3 and proc.stderr.count("Per-job cluster for job-") == 3
-    for i in range(3):
+    assert len(clusters) == 2 and proc.stderr.count("Per-job cluster for job-") == 2
+    for i in range(2):
         assert parquet_ids(out / f"job-{i}") == [2 * k for k in range(1, 100 * (i + 1) + 1)]
     for cluster in clusters:
         log = next((cluster / "log").glob("flintlock-jobmanager-*.log")).read_text()
         assert log.count("Starting TaskManager") == 1, log[-3000:]
     # each cluster ends once its client fetched the result (the last one just now)
     pids = [p for cluster in clusters for p in _processes_of(cluster)]
-    assert len(pids) == 6
+    assert len(pids) == 4
     wait_until_sync(lambda: not [p for p in pids if pid_alive(p)], 60, interval_s=0.2,
                     describe=lambda: [p for p in pids if pid_alive(p)])
 
