@@ -200,6 +200,10 @@ def _run_application(parallelism: int | None, dynamic: tuple[str, ...], jobmanag
         cluster = start_application_cluster(program, list(args), overrides, detached)
     except (IllegalConfigurationException, ApplicationClusterException) as exc:
         _fail(f"Error: {exc}")
+    if detached and not cluster.rest_url:  # it ended before it served: say so, not "started"
+        _fail(f"Error: the application ended during start-up (exit code "
+              f"{cluster.process.returncode}); see {cluster.log_dir / 'jobmanager.out'}",
+              cluster.process.returncode or 1)
     where = f"REST {cluster.rest_url}, " if cluster.rest_url else ""
     click.echo(f"Application {cluster.application_id} of {Path(program).name}: {where}"
                f"JobManager pid {cluster.process.pid}, logs in {cluster.log_dir}", err=True)

@@ -13,7 +13,10 @@ from __future__ import annotations
 import contextlib
 import subprocess
 
-from flintlock.client.application_cluster import start_dedicated_job_manager
+from flintlock.client.application_cluster import (
+    ApplicationClusterException,
+    start_dedicated_job_manager,
+)
 from flintlock.client.progress import stderr_console
 from flintlock.client.remote import RemoteJobClient, submit_remote
 from flintlock.config import Configuration
@@ -39,6 +42,10 @@ def submit_per_job(job_graph: JobGraph, overrides: Configuration, configuration:
     cluster = start_dedicated_job_manager(
         "per-job-cluster", ["--detached"] if detached else [], overrides, "job-clusters",
         show_output=False)
+    if not cluster.rest_url:
+        raise ApplicationClusterException(
+            f"the per-job JobManager ended during start-up (exit code "
+            f"{cluster.process.returncode}); see {cluster.log_dir / 'jobmanager.out'}")
     stderr_console().print(f"Per-job cluster for {job_graph.name}: REST {cluster.rest_url}, "
                            f"logs in {cluster.log_dir}")
     port = cluster.rest_url.rsplit(":", 1)[-1]
