@@ -42,14 +42,14 @@ class MiniDispatcherGateway:
     """
 
     def __init__(self, gateway: Any, attached: bool) -> None:
-        self._gateway = gateway
+        self.dispatcher = gateway  # the Dispatcher's own gateway (not counted as served)
         self.attached = attached
         self.job_id: JobID | None = None
         self.submitted = asyncio.Event()
         self.result_served = asyncio.Event()
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._gateway, name)
+        return getattr(self.dispatcher, name)
 
     async def submit_job(self, job_graph: JobGraph) -> Any:
         """Raises:
@@ -60,7 +60,7 @@ class MiniDispatcherGateway:
                 "a session cluster or its own per-job cluster")
         self.job_id = job_graph.job_id
         try:
-            answer = await self._gateway.submit_job(job_graph)
+            answer = await self.dispatcher.submit_job(job_graph)
         except BaseException:
             self.job_id = None
             raise
@@ -68,7 +68,7 @@ class MiniDispatcherGateway:
         return answer
 
     async def request_job_result(self, job_id: JobID) -> JobResult | None:
-        result: JobResult | None = await self._gateway.request_job_result(job_id)
+        result: JobResult | None = await self.dispatcher.request_job_result(job_id)
         if result is not None and job_id == self.job_id:
             self.result_served.set()
         return result
@@ -86,7 +86,7 @@ async def run_until_job_done(mini: MiniDispatcherGateway, stop: asyncio.Event,
     if stop.is_set() or mini.job_id is None:
         return EXIT_CODES["CANCELED"]
     job_id = mini.job_id
-    while (result := await mini._gateway.request_job_result(job_id)) is None:
+    while (result := await mini.dispatcher.request_job_result(job_id)) is None:
         if stop.is_set():
             return EXIT_CODES["CANCELED"]
         await asyncio.sleep(poll_s)
