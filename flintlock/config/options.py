@@ -169,8 +169,9 @@ JM_RPC_PORT = option("jobmanager.rpc.port", 6123, nonneg_int, "JobManager RPC po
 JM_BIND_HOST = option("jobmanager.bind-host", "127.0.0.1", _str, "Interface the JobManager binds.")
 FAILOVER_STRATEGY = option("jobmanager.execution.failover-strategy", "region",
                            _enum("region", "full"), "Which tasks restart after a task failure.")
-SCHEDULER = option("jobmanager.scheduler", "Default", _enum("Default", "Adaptive", "AdaptiveBatch"),
-                   "Scheduler type.")
+SCHEDULER = option("jobmanager.scheduler", None, _enum("Default", "Adaptive", "AdaptiveBatch"),
+                   "Scheduler type; unset: AdaptiveBatch for BATCH jobs (parallelism decided "
+                   "from the data), Default for STREAMING jobs.")
 ATTEMPTS_HISTORY = option("jobmanager.execution.attempts-history-size", 16, pos_int,
                           "Prior attempts kept per subtask.")
 PARTITION_RELEASE = option("jobmanager.partition.release-during-job-execution", True, _bool,
@@ -549,4 +550,5 @@ BROADCAST_JOIN_THRESHOLD = option(
     "hash-partitioning both sides; -1 turns automatic broadcast joins off.")
 
 
+from flintlock.config import batch_execution_options as _batch_execution_options  # noqa: E402,F401  (registers its keys)
 from flintlock.config import resource_manager_options as _resource_manager_options  # noqa: E402,F401  (registers its keys)

@@ -175,6 +175,7 @@ def _build_vertex(
         name=" -> ".join(names),
         parallelism=head.parallelism,
         max_parallelism=max_par[chain.head],
+        parallelism_configured=head.parallelism_configured,
         invokable_class=invokable_class,
         invokable_payload=cloudpickle.dumps(op_chain),
         operator_ids=tuple(graph.node(nid).operator_id for nid in chain.nodes),

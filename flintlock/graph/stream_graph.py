@@ -76,6 +76,9 @@ class StreamNode:
         slot_sharing_group: slot sharing group name.
         chaining_strategy: see ``ChainingStrategy``.
         uid: the user's stable id, if any.
+        parallelism_configured: the program set it (``set_parallelism``, or a non-parallel
+            operator); otherwise it is the job's default and the AdaptiveBatchScheduler may
+            decide it at run time.
     """
 
     id: int
@@ -87,6 +90,7 @@ class StreamNode:
     slot_sharing_group: str = DEFAULT_SLOT_SHARING_GROUP
     chaining_strategy: ChainingStrategy = ChainingStrategy.ALWAYS
     uid: str | None = None
+    parallelism_configured: bool = True
 
     @property
     def pact(self) -> str:

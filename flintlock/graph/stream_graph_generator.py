@@ -242,6 +242,7 @@ class _Builder:
             slot_sharing_group=ssg,
             chaining_strategy=t.chaining_strategy,
             uid=uid,
+            parallelism_configured=t.non_parallel or t.parallelism is not None,
         )
         self.nodes[node.id] = node
         for type_number, ref in enumerate(inputs):

@@ -43,3 +43,29 @@ def test_tpch_query_matches_duckdb(query: str, env, data_dir: str, duck) -> None
     rows = builder(query)(env, data_dir).execute_and_collect()
 
     assert_same_result(rows, cols, expected, reference.SORT_KEYS[query], what=query)
+
+
+#: Scheduler settings the join- and aggregation-heavy queries also run under: the DefaultScheduler
+#: (static graph, every vertex at parallelism 2) and the AdaptiveBatchScheduler with 1 KiB per
+#: subtask, so its automatically sized vertices get 2 subtasks reading balanced subpartition
+#: ranges (with the default 16 MiB, SF 0.01 gives them 1 subtask each, as the test above runs).
+SCHEDULER_SETTINGS = {
+    "default": {"jobmanager.scheduler": "Default"},
+    "adaptive-1k-per-task": {
+        "jobmanager.scheduler": "AdaptiveBatch",
+        "execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task": "1k",
+    },
+}
+
+
+@pytest.mark.parametrize("spark_target", ["embedded"], indirect=True)
+@pytest.mark.parametrize("setting", sorted(SCHEDULER_SETTINGS))
+@pytest.mark.parametrize("query", ["q3", "q9", "q18", "q21"])
+def test_tpch_query_under_each_scheduler_matches_duckdb(
+        query: str, setting: str, env, data_dir: str, duck) -> None:
+    env.configure(SCHEDULER_SETTINGS[setting])
+    cols, expected = reference.run(duck, query)
+
+    rows = builder(query)(env, data_dir).execute_and_collect()
+
+    assert_same_result(rows, cols, expected, reference.SORT_KEYS[query], what=f"{query} ({setting})")

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from flintlock.runtime.executiongraph.archived import (
     ArchivedExecutionGraph,
@@ -29,7 +30,11 @@ from flintlock.runtime.executiongraph.execution_vertex import (
 from flintlock.runtime.executiongraph.intermediate_result import (
     IntermediateResult,
     IntermediateResultPartition,
+    SubpartitionMapping,
     compute_subpartition_mapping,
+)
+from flintlock.runtime.executiongraph.intermediate_result import (
+    dynamic_subpartition_mapping as _dynamic_mapping,
 )
 from flintlock.runtime.executiongraph.story import Story
 from flintlock.runtime.ids import (
@@ -40,13 +45,14 @@ from flintlock.runtime.ids import (
     JobVertexID,
     ResourceID,
 )
-from flintlock.runtime.jobgraph.job_graph import JobGraph
+from flintlock.runtime.jobgraph.job_graph import IntermediateDataSet, JobEdge, JobGraph
 from flintlock.runtime.jobgraph.types import (
     ALLOWED_JOB_TRANSITIONS,
     ExecutionState,
     IllegalStateTransition,
     JobStatus,
     ResultPartitionType,
+    ShipStrategy,
 )
 from flintlock.runtime.taskmanager.task_execution_state import TaskResult
 
@@ -76,8 +82,13 @@ class ExecutionGraph:
         now_ms: Callable[[], int],
         attempts_history_size: int = 16,
         initialization_timestamp_ms: int | None = None,
+        dynamic_vertices: Mapping[JobVertexID, int] | None = None,
     ) -> None:
         self.job_graph = job_graph
+        #: vertices sized at run time (AdaptiveBatchScheduler) -> the subpartitions producers
+        #: write for them on HASH/REBALANCE edges (their largest possible parallelism)
+        self.dynamic_vertices: Mapping[JobVertexID, int] = dict(dynamic_vertices or {})
+        self._producers = {ds.id: jv.id for jv in job_graph.vertices for ds in jv.results}
         self._now_ms = now_ms
         now = now_ms()
         #: job status
@@ -100,66 +111,141 @@ class ExecutionGraph:
         self.results: dict[IntermediateDataSetID, IntermediateResult] = {}
         self.partitions: dict[IntermediateResultPartitionID, IntermediateResultPartition] = {}
         self._vertices: dict[ExecutionVertexID, ExecutionVertex] = {}
+        #: current attempts not FINISHED / not terminal (kept by transition_execution,
+        #: reset_vertex and _initialize, so the "all finished?" checks after each task report are
+        #: O(1)); job vertices not expanded into subtasks yet (dynamic graphs)
+        self._not_finished = self._not_terminal = 0
+        self._uninitialized = len(job_graph.vertices)
         self._build(attempts_history_size, now)
-        #: current attempts not FINISHED / not terminal (kept by transition_execution and
-        #: reset_vertex, so the "all finished?" checks after each task report are O(1))
-        self._not_finished = sum(1 for e in self.current_executions()
-                                 if e.state is not ExecutionState.FINISHED)
-        self._not_terminal = sum(1 for e in self.current_executions() if not e.is_terminal())
 
     # ---- building ------------------------------------------------------------------------------
 
     def _build(self, attempts_history_size: int, now: int) -> None:
-        jg = self.job_graph
-        for jv in jg.vertices:
-            ejv = ExecutionJobVertex(jv)
-            ejv.task_vertices = [
-                ExecutionVertex(ejv, i, now, attempts_history_size) for i in range(jv.parallelism)
-            ]
-            self.job_vertices[jv.id] = ejv
-            for ev in ejv.task_vertices:
-                self._vertices[ev.id] = ev
-        for jv in jg.vertices:
-            producer = self.job_vertices[jv.id]
+        self._history = attempts_history_size
+        for jv in self.job_graph.vertices:
+            self.job_vertices[jv.id] = ExecutionJobVertex(jv)
+        for jv in self.job_graph.vertices:
             for ds in jv.results:
-                consumer = self.job_vertices.get(ds.consumer)
-                if consumer is None:
+                if ds.consumer not in self.job_vertices:
                     raise ValueError(
-                        f"job {jg.name!r}: dataset {ds.id} of {jv.name!r} has an unknown consumer"
-                    )
-                try:
-                    mapping = compute_subpartition_mapping(
-                        ds.ship_strategy, jv.parallelism, consumer.parallelism
-                    )
-                except ValueError as exc:
-                    raise ValueError(
-                        f"job {jg.name!r}: edge {jv.name!r} -> {consumer.name!r}: {exc}"
-                    ) from None
-                result = IntermediateResult(ds, mapping)
-                for ev in producer.task_vertices:
-                    partition = IntermediateResultPartition(
-                        id=IntermediateResultPartitionID(ds.id, ev.subtask_index),
-                        producer=ev.id,
-                        result_type=ds.result_type,
-                        number_of_subpartitions=mapping.subpartitions_per_partition[ev.subtask_index],
-                    )
-                    result.partitions.append(partition)
-                    ev.produced_partitions.append(partition)
-                    self.partitions[partition.id] = partition
-                producer.produced_results.append(result)
-                self.results[ds.id] = result
-        for jv in jg.vertices:
-            consumer = self.job_vertices[jv.id]
-            for edge in sorted(jv.inputs, key=lambda e: e.type_number):
-                result = self.results[edge.source]
-                for ev in consumer.task_vertices:
-                    consumed = result.mapping.consumed[ev.subtask_index]
-                    ev.inputs.append(ConsumedInput(edge, result, consumed))
-                    for n in consumed.partition_numbers:
-                        p = result.partitions[n]
-                        p.consumers = (*p.consumers, ev.id)
+                        f"job {self.job_graph.name!r}: dataset {ds.id} of {jv.name!r} has an "
+                        "unknown consumer")
+        for jv in self.job_graph.vertices:
+            if jv.id in self.dynamic_vertices:
+                continue
+            if all(self.job_vertices[self._producer_of_edge(e)].initialized for e in jv.inputs):
+                self._initialize(self.job_vertices[jv.id], jv.parallelism, None, now)
 
-    # ---- job status ----------------------------------------------------------------------------
+    def _producer_of_edge(self, edge: JobEdge) -> JobVertexID:
+        return self._producers[edge.source]
+
+    def producer_vertex_of(self, dataset_id: IntermediateDataSetID) -> JobVertexID:
+        """The job vertex that produces ``dataset_id``."""
+        return self._producers[dataset_id]
+
+    def initialize_job_vertex(
+        self, job_vertex_id: JobVertexID, parallelism: int,
+        subpartition_ranges: Sequence[tuple[int, int]] | None = None,
+    ) -> list[ExecutionVertexID]:
+        """Expand a not yet initialized vertex of a dynamic graph into ``parallelism`` subtasks
+        (Flink ``DefaultExecutionGraph.initializeJobVertex``).
+
+        Args:
+            job_vertex_id: the vertex; all its producer vertices must be initialized.
+            parallelism: its decided parallelism.
+            subpartition_ranges: per subtask, the inclusive subpartition range it reads of every
+                HASH/REBALANCE input whose producers wrote for an automatically sized consumer
+                (``dynamic_vertices``); None when it has none.
+
+        Returns:
+            The new subtasks' ids, in subtask order.
+
+        Raises:
+            ValueError: already initialized, a producer is not, or the parallelism does not fit
+                an input (FORWARD needs the producer's, RESCALE at most the producer's, GLOBAL 1).
+        """
+        ejv = self.job_vertices[job_vertex_id]
+        if ejv.initialized:
+            raise ValueError(f"vertex {ejv.name!r} is initialized already")
+        for edge in ejv.job_vertex.inputs:
+            if not self.job_vertices[self._producer_of_edge(edge)].initialized:
+                raise ValueError(f"vertex {ejv.name!r}: a producer is not initialized yet")
+        self._initialize(ejv, parallelism, subpartition_ranges, self._now_ms())
+        return [v.id for v in ejv.task_vertices]
+
+    def _subpartitions_for(self, ds: IntermediateDataSet, producers: int) -> SubpartitionMapping | None:
+        """The static mapping of ``ds`` when its consumer's parallelism is known, else None."""
+        if ds.consumer in self.dynamic_vertices:
+            return None
+        consumer = self.job_vertices[ds.consumer]
+        return compute_subpartition_mapping(ds.ship_strategy, producers, consumer.job_vertex.parallelism)
+
+    def _initialize(self, ejv: ExecutionJobVertex, parallelism: int,
+                    ranges: Sequence[tuple[int, int]] | None, now: int) -> None:
+        jv = ejv.job_vertex
+        name = self.job_graph.name
+        # inputs first: the mapping of each consumed result is fixed now
+        mappings: list[tuple[JobEdge, IntermediateResult, SubpartitionMapping]] = []
+        for edge in sorted(jv.inputs, key=lambda e: e.type_number):
+            result = self.results[edge.source]
+            producers = len(result.partitions)
+            try:
+                mapping = result.mapping if result.mapping is not None else _dynamic_mapping(
+                    edge.ship_strategy, producers, parallelism,
+                    result.partitions[0].number_of_subpartitions, ranges)
+                if len(mapping.consumed) != parallelism:
+                    raise ValueError(f"parallelism {parallelism} does not match the "
+                                     f"{len(mapping.consumed)} consumers its producers wrote for")
+            except ValueError as exc:
+                producer = self.job_vertices[self._producer_of_edge(edge)]
+                raise ValueError(
+                    f"job {name!r}: edge {producer.name!r} -> {jv.name!r}: {exc}") from None
+            mappings.append((edge, result, mapping))
+        ejv.decided_parallelism = parallelism
+        ejv.initialized = True
+        ejv.task_vertices = [
+            ExecutionVertex(ejv, i, now, self._history) for i in range(parallelism)]
+        for ev in ejv.task_vertices:
+            self._vertices[ev.id] = ev
+        self._not_finished += parallelism
+        self._not_terminal += parallelism
+        self._uninitialized -= 1
+        for edge, result, mapping in mappings:
+            result.mapping = mapping
+            for ev in ejv.task_vertices:
+                consumed = mapping.consumed[ev.subtask_index]
+                ev.inputs.append(ConsumedInput(edge, result, consumed))
+                for n in consumed.partition_numbers:
+                    p = result.partitions[n]
+                    p.consumers = (*p.consumers, ev.id)
+        for ds in jv.results:
+            try:
+                static = self._subpartitions_for(ds, parallelism)
+            except ValueError as exc:
+                consumer = self.job_vertices[ds.consumer]
+                raise ValueError(
+                    f"job {name!r}: edge {jv.name!r} -> {consumer.name!r}: {exc}") from None
+            result = IntermediateResult(ds, static)
+            for ev in ejv.task_vertices:
+                if static is not None:
+                    count = static.subpartitions_per_partition[ev.subtask_index]
+                elif ds.ship_strategy in (ShipStrategy.HASH, ShipStrategy.REBALANCE):
+                    count = self.dynamic_vertices[ds.consumer]
+                else:
+                    count = 1
+                partition = IntermediateResultPartition(
+                    id=IntermediateResultPartitionID(ds.id, ev.subtask_index),
+                    producer=ev.id,
+                    result_type=ds.result_type,
+                    number_of_subpartitions=count,
+                )
+                result.partitions.append(partition)
+                ev.produced_partitions.append(partition)
+                self.partitions[partition.id] = partition
+            ejv.produced_results.append(result)
+            self.results[ds.id] = result
+
+        # ---- job status ----------------------------------------------------------------------------
 
     @property
     def job_id(self) -> object:
@@ -252,7 +338,10 @@ class ExecutionGraph:
         return self._vertices[vertex_id].current_execution.state
 
     def all_finished(self) -> bool:
-        return self._not_finished == 0
+        return self._not_finished == 0 and self._uninitialized == 0
+
+    def is_dynamic(self) -> bool:
+        return bool(self.dynamic_vertices)
 
     def all_terminal(self) -> bool:
         return self._not_terminal == 0
@@ -342,6 +431,20 @@ class ExecutionGraph:
 
     # ---- snapshots -----------------------------------------------------------------------------
 
+    def _plan(self) -> dict[str, Any]:
+        """The JobGraph plan; in a dynamic graph each node carries its vertex's current
+        parallelism (-1 until decided), as Flink regenerates the plan when it initializes
+        vertices."""
+        plan = dict(self.job_graph.plan)
+        if not self.dynamic_vertices or not isinstance(plan.get("nodes"), list):
+            return plan
+        by_id = {str(v.id): v.parallelism for v in self.job_vertices.values()}
+        plan["nodes"] = [
+            {**node, "parallelism": by_id[node["id"]]}
+            if isinstance(node, dict) and node.get("id") in by_id else node
+            for node in plan["nodes"]]
+        return plan
+
     def archive(self, now_ms: int | None = None, pending_slot_requests: int = 0) -> ArchivedExecutionGraph:
         """A read-only snapshot for REST, the CLI and the JobResult store."""
         del now_ms  # timestamps are recorded as states change; kept for symmetry with Flink
@@ -353,7 +456,7 @@ class ExecutionGraph:
             state=self.state,
             state_timestamps={s.name: ts for s, ts in self.state_timestamps.items()},
             vertices=tuple(ejv.archive() for ejv in self.job_vertices.values()),
-            plan=dict(jg.plan),
+            plan=self._plan(),
             configuration=dict(jg.configuration),
             failure=self.failure_info,
             exception_history=tuple(self.exception_history),

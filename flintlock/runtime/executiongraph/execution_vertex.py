@@ -93,6 +93,10 @@ class ExecutionJobVertex:
     task_vertices: list[ExecutionVertex] = field(default_factory=list)
     #: produced results, in output order
     produced_results: list[IntermediateResult] = field(default_factory=list)
+    #: expanded into subtasks (a dynamic graph initializes vertices as their inputs finish)
+    initialized: bool = False
+    #: the parallelism it runs at once initialized (decided at run time in a dynamic graph)
+    decided_parallelism: int | None = None
 
     @property
     def id(self) -> JobVertexID:
@@ -104,7 +108,8 @@ class ExecutionJobVertex:
 
     @property
     def parallelism(self) -> int:
-        return self.job_vertex.parallelism
+        """Its subtask count; -1 while a dynamic graph has not decided it (as Flink's REST)."""
+        return self.decided_parallelism if self.decided_parallelism is not None else -1
 
     def all_finished(self) -> bool:
         return all(v.current_execution.state is ExecutionState.FINISHED for v in self.task_vertices)

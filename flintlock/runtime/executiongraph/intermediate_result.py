@@ -22,6 +22,7 @@ RESCALE, P < C        consumers fed by ``p``:     its position among the consume
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from flintlock.runtime.deployment import PartitionLocation
@@ -35,6 +36,7 @@ __all__ = [
     "IntermediateResultPartition",
     "SubpartitionMapping",
     "compute_subpartition_mapping",
+    "dynamic_subpartition_mapping",
 ]
 
 
@@ -120,6 +122,43 @@ def compute_subpartition_mapping(
     raise ValueError(f"unsupported ship strategy {ship_strategy}")  # pragma: no cover
 
 
+def dynamic_subpartition_mapping(
+    ship_strategy: ShipStrategy, producers: int, consumers: int, subpartitions: int,
+    ranges: Sequence[tuple[int, int]] | None = None,
+) -> SubpartitionMapping:
+    """The mapping of an edge into a consumer sized at run time (Flink's dynamic-graph
+    ``VertexInputInfoComputationUtils``): producers wrote ``subpartitions`` subpartitions each
+    without knowing ``consumers``.
+
+    HASH/REBALANCE: consumer ``i`` reads ``ranges[i]`` of every partition (default: the even
+    split ``[i*N//C, (i+1)*N//C - 1]``); BROADCAST/GLOBAL/FORWARD/RESCALE: as in the static
+    table (producers wrote one subpartition each, so RESCALE needs ``consumers <= producers``).
+
+    Raises:
+        ValueError: a range count other than ``consumers``, a range outside the subpartitions,
+            more consumers than subpartitions, or a parallelism the edge does not allow.
+    """
+    if ship_strategy in (ShipStrategy.HASH, ShipStrategy.REBALANCE):
+        if consumers > subpartitions:
+            raise ValueError(f"{consumers} consumers but only {subpartitions} subpartitions")
+        if ranges is None:
+            ranges = [(i * subpartitions // consumers, (i + 1) * subpartitions // consumers - 1)
+                      for i in range(consumers)]
+        if len(ranges) != consumers:
+            raise ValueError(f"{len(ranges)} subpartition ranges for {consumers} consumers")
+        for start, end in ranges:
+            if not 0 <= start <= end < subpartitions:
+                raise ValueError(f"subpartition range [{start}, {end}] outside 0..{subpartitions - 1}")
+        everything = tuple(range(producers))
+        return SubpartitionMapping(
+            (subpartitions,) * producers,
+            tuple(ConsumedSubpartitions(everything, s, e) for s, e in ranges))
+    if ship_strategy is ShipStrategy.RESCALE and consumers > producers:
+        raise ValueError(f"RESCALE into {consumers} consumers from {producers} producers that "
+                         "wrote one subpartition each")
+    return compute_subpartition_mapping(ship_strategy, producers, consumers)
+
+
 @dataclass(eq=False)
 class IntermediateResultPartition:
     """The partition one producer subtask writes for one IntermediateDataSet."""
@@ -168,7 +207,8 @@ class IntermediateResult:
     """One IntermediateDataSet expanded to one partition per producer subtask."""
 
     dataset: IntermediateDataSet
-    mapping: SubpartitionMapping
+    #: None until the consumer of a dynamic graph is initialized
+    mapping: SubpartitionMapping | None
     partitions: list[IntermediateResultPartition] = field(default_factory=list)
 
     @property

@@ -79,6 +79,9 @@ class JobVertex:
         slot_sharing_group: name of the slot sharing group (``"default"``).
         source: connectors source object for source vertices, else ``None``.
         sinks: connectors sink objects written by this vertex (committed by the JobMaster).
+        parallelism_configured: the program fixed ``parallelism``; False when it is the job's
+            default, which the AdaptiveBatchScheduler replaces by one decided at run time
+            (Flink leaves such vertices at ``-1`` in a dynamic graph).
     """
 
     id: JobVertexID
@@ -95,6 +98,7 @@ class JobVertex:
     slot_sharing_group: str = "default"
     source: Any = None
     sinks: tuple[Any, ...] = ()
+    parallelism_configured: bool = True
 
     def __post_init__(self) -> None:
         if self.parallelism < 1:

@@ -57,6 +57,12 @@ from flintlock.runtime.resourcemanager.gateway import (
 from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID, FencedRpcEndpoint
 from flintlock.runtime.rpc.messages import ACK, Acknowledge
 from flintlock.runtime.rpc.service import RpcService
+from flintlock.runtime.scheduler.adaptivebatch.adaptive_batch_scheduler import (
+    AdaptiveBatchScheduler,
+    AutoParallelismSettings,
+    dynamic_vertices,
+    scheduler_type,
+)
 from flintlock.runtime.scheduler.default_scheduler import DefaultScheduler
 from flintlock.runtime.scheduler.messages import (
     CancelJob,
@@ -195,11 +201,15 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
         self._termination = asyncio.get_running_loop().create_future()
         try:
             self.configuration = self.cluster_configuration.copy().add_all(self.job_graph.configuration)
+            adaptive = (scheduler_type(self.job_graph, self.configuration) == "AdaptiveBatch"
+                        and self.batch_events is None)  # batch job recovery: static graphs
+            auto = AutoParallelismSettings.from_configuration(self.configuration)
             self.graph = ExecutionGraph(
                 self.job_graph,
                 self.clock.now_ms,
                 self.configuration.get(options.ATTEMPTS_HISTORY),
                 initialization_timestamp_ms=self._initialized_ms,
+                dynamic_vertices=dynamic_vertices(self.job_graph, auto) if adaptive else None,
             )
             if self.job_graph.job_type is JobType.STREAMING:
                 self._pipelined_root = (self.configuration.get(options.SHUFFLE_DIR)
@@ -208,9 +218,13 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
                     self.configuration, f"{self._pipelined_root.rstrip('/')}/checkpoints")
                 # savepoints work without periodic checkpoints too
                 self.checkpointing = CheckpointCoordinatorShell(self, settings, self.run_io)
-            self.scheduler = DefaultScheduler(self.graph, self.configuration, self.clock,
-                                              pipelined_root=self._pipelined_root,
-                                              checkpoints=self.checkpointing)
+            if adaptive:
+                self.scheduler = AdaptiveBatchScheduler(self.graph, self.configuration, self.clock,
+                                                        auto)
+            else:
+                self.scheduler = DefaultScheduler(self.graph, self.configuration, self.clock,
+                                                  pipelined_root=self._pipelined_root,
+                                                  checkpoints=self.checkpointing)
         except Exception as exc:
             log.exception("job %s: cannot build the execution graph", self.job_id)
             self._fail_without_graph(exc)

@@ -492,11 +492,16 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
         if execution.state is ExecutionState.FINISHED and self.graph.state in (
             JobStatus.RUNNING, JobStatus.RESTARTING
         ):
+            self._on_vertex_finished(execution)
             self._schedule(self.strategy.on_execution_finished(execution.attempt_id.execution_vertex_id))
             if self.graph.all_finished() and self.sink_phase is None:
                 self._finish()
         self._try_complete_restarts()
         self._check_global_termination()
+
+    def _on_vertex_finished(self, execution: Execution) -> None:
+        """Hook before a FINISHED subtask's consumers are scheduled (the AdaptiveBatchScheduler
+        initializes the job vertices whose inputs are now all produced)."""
 
     def _fail_slot_members(self, slot: AllocatedSlot, message: str) -> None:
         request = self._shared.find(slot.request_id)

@@ -68,6 +68,11 @@ class PipelinedRegionSchedulingStrategy:
         """The source regions (no external blocking inputs)."""
         return self._schedule(r for r in self.regions if not r.consumed_blocking_partitions)
 
+    def schedule_added_regions(self, regions: Iterable[PipelinedRegion]) -> list[ScheduleRegion]:
+        """Regions a dynamic graph just added (AdaptiveBatchScheduler): those whose blocking
+        inputs are all produced."""
+        return self._schedule(regions)
+
     def on_execution_finished(self, vertex_id: ExecutionVertexID) -> list[ScheduleRegion]:
         """A subtask FINISHED: consumer regions whose blocking inputs are now all produced."""
         return self._schedule(self.regions.consumer_regions(self.regions.region_of(vertex_id)))

@@ -112,7 +112,8 @@ def create_task_deployment_descriptor(
     produced: list[ResultPartitionDeploymentDescriptor] = []
     for partition, result in zip(vertex.produced_partitions, vertex.job_vertex.produced_results, strict=True):
         ds = result.dataset
-        consumer = graph.job_vertices[ds.consumer].job_vertex
+        consumer_ejv = graph.job_vertices[ds.consumer]
+        consumer = consumer_ejv.job_vertex
         pipelined = ds.result_type.must_be_pipelined_consumed()
         produced.append(
             ResultPartitionDeploymentDescriptor(
@@ -124,7 +125,7 @@ def create_task_deployment_descriptor(
                 max_parallelism=consumer.max_parallelism,
                 uri=_pipelined_uri(graph, partition.id, execution.attempt_id, pipelined_root)
                 if pipelined else "",
-                number_of_consumers=consumer.parallelism,
+                number_of_consumers=max(1, consumer_ejv.parallelism),
             )
         )
     return TaskDeploymentDescriptor(
@@ -133,7 +134,7 @@ def create_task_deployment_descriptor(
         attempt_id=execution.attempt_id,
         allocation_id=allocation_id,
         vertex_name=jv.name,
-        number_of_subtasks=jv.parallelism,
+        number_of_subtasks=vertex.job_vertex.parallelism,
         max_parallelism=jv.max_parallelism,
         invokable_class=jv.invokable_class,
         invokable_payload=jv.invokable_payload,

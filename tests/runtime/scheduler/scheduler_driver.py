@@ -28,6 +28,11 @@ from flintlock.runtime.jobgraph.types import (
     ResultPartitionType,
     ShipStrategy,
 )
+from flintlock.runtime.scheduler.adaptivebatch.adaptive_batch_scheduler import (
+    AdaptiveBatchScheduler,
+    AutoParallelismSettings,
+    dynamic_vertices,
+)
 from flintlock.runtime.scheduler.default_scheduler import DefaultScheduler
 from flintlock.runtime.scheduler.messages import (
     Command,
@@ -53,8 +58,10 @@ def make_job(
     result_type: ResultPartitionType = BLOCKING,
     sinks: dict[int, tuple[Any, ...]] | None = None,
     configuration: dict[str, str] | None = None,
+    auto: frozenset[int] = frozenset(),
 ) -> JobGraph:
-    """A JobGraph of ``(name, parallelism)`` vertices and ``(source, target, ship)`` edges."""
+    """A JobGraph of ``(name, parallelism)`` vertices and ``(source, target, ship)`` edges;
+    vertices whose index is in ``auto`` have a parallelism the program did not set."""
     ids = [JobVertexID.generate() for _ in vertices]
     results: dict[int, list[IntermediateDataSet]] = {i: [] for i in range(len(vertices))}
     inputs: dict[int, list[JobEdge]] = {i: [] for i in range(len(vertices))}
@@ -64,7 +71,7 @@ def make_job(
         inputs[dst].append(JobEdge(ds.id, ids[dst], ship, len(inputs[dst])))
     jvs = tuple(
         JobVertex(ids[i], n, p, 128, "tests:Noop", inputs=tuple(inputs[i]), results=tuple(results[i]),
-                  sinks=(sinks or {}).get(i, ()))
+                  sinks=(sinks or {}).get(i, ()), parallelism_configured=i not in auto)
         for i, (n, p) in enumerate(vertices)
     )
     return JobGraph(JobID.generate(), "job", JobType.BATCH, jvs, configuration=configuration or {})
@@ -73,12 +80,23 @@ def make_job(
 class Driver:
     """Feeds events, collects commands; ScheduleTimer commands become ManualClock timers."""
 
-    def __init__(self, job: JobGraph, **conf: str) -> None:
+    def __init__(self, job: JobGraph, adaptive: bool = False, **conf: str) -> None:
+        """``adaptive``: an AdaptiveBatchScheduler over a dynamic graph (``conf`` may set the
+        ``execution.batch.adaptive.auto-parallelism.*`` keys)."""
         self.clock = ManualClock()
-        merged = {"slot.request.timeout": "10 s", "slot.idle.timeout": "5 s", **dict(job.configuration), **conf}
-        self.graph = ExecutionGraph(job, self.clock.now_ms)
-        self.scheduler = DefaultScheduler(self.graph, Configuration(merged), self.clock, validate=True,
-                                          pipelined_root="/pipelined-root")
+        merged = Configuration({"slot.request.timeout": "10 s", "slot.idle.timeout": "5 s",
+                                **dict(job.configuration), **conf})
+        self.scheduler: DefaultScheduler
+        if adaptive:
+            settings = AutoParallelismSettings.from_configuration(merged)
+            self.graph = ExecutionGraph(job, self.clock.now_ms,
+                                        dynamic_vertices=dynamic_vertices(job, settings))
+            self.scheduler = AdaptiveBatchScheduler(self.graph, merged, self.clock, settings,
+                                                    validate=True)
+        else:
+            self.graph = ExecutionGraph(job, self.clock.now_ms)
+            self.scheduler = DefaultScheduler(self.graph, merged, self.clock, validate=True,
+                                              pipelined_root="/pipelined-root")
         self.commands: list[Command] = []
         self._due: list[Event] = []
 
@@ -108,8 +126,10 @@ class Driver:
         return self.handle(TaskExecutionStateChanged(TaskExecutionState(self.graph.job_graph.job_id, attempt, state, **kw)))
 
     def finish(self, tdd_cmd: DeployTask, committables: dict[int, object] | None = None,
-               tm_local: bool = False) -> list[Command]:
+               tm_local: bool = False, sizes: Sequence[int] | None = None) -> list[Command]:
         """Report the attempt FINISHED with one location per produced partition.
+
+        ``sizes``: the bytes of each subpartition (default 10 each).
 
         ``tm_local``: the partitions live on the local disk of the TaskManager the attempt ran on
         (``stores_local_resources_on``), as without ``shuffle.storage-dir``.
@@ -122,7 +142,9 @@ class Driver:
             stored_on = execution.slot.resource_id
         locations = tuple(
             PartitionLocation(rp.partition_id, tdd.attempt_id, f"/shuffle/{rp.partition_id}",
-                              (1,) * rp.number_of_subpartitions, (10,) * rp.number_of_subpartitions, "k string",
+                              (1,) * rp.number_of_subpartitions,
+                              tuple(sizes) if sizes is not None else (10,) * rp.number_of_subpartitions,
+                              "k string",
                               stores_local_resources_on=stored_on)
             for rp in tdd.produced_partitions
         )

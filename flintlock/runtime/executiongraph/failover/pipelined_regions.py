@@ -74,6 +74,26 @@ class PipelinedRegions:
     def region_of(self, vertex_id: ExecutionVertexID) -> PipelinedRegion:
         return self._region_of[vertex_id]
 
+    def add_blocking_vertices(self, vertex_ids: Iterable[ExecutionVertexID]) -> list[PipelinedRegion]:
+        """A dynamic graph grew by ``vertex_ids``, whose inputs are all BLOCKING: each becomes
+        its own region, after the existing ones (Flink ``DefaultExecutionTopology
+        .notifyExecutionGraphUpdated`` for an all-blocking graph).
+
+        Raises:
+            ValueError: a vertex consumes a partition that must be consumed pipelined.
+        """
+        added: list[PipelinedRegion] = []
+        for v in vertex_ids:
+            consumed = self.topology.consumed_partition_ids(v)
+            if any(self.topology.partition_type(p).must_be_pipelined_consumed() for p in consumed):
+                raise ValueError(f"{v} consumes a pipelined partition; a dynamic graph must be "
+                                 "all BLOCKING")
+            region = PipelinedRegion(len(self.regions), (v,), frozenset(consumed))
+            self.regions.append(region)
+            self._region_of[v] = region
+            added.append(region)
+        return added
+
     def consumer_regions(self, region: PipelinedRegion) -> list[PipelinedRegion]:
         """Other regions that consume a partition produced in ``region``."""
         out: dict[int, PipelinedRegion] = {}

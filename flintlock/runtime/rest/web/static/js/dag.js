@@ -3,7 +3,7 @@
 // ship strategy. Input: Flink's plan ("nodes" with "inputs") and the job's "vertices" (status,
 // parallelism, metrics, task counts), both from GET /jobs/:jobid.
 import { s } from "./dom.js";
-import { count, bytes, progress, stateClass } from "./format.js";
+import { count, bytes, parallelismText, progress, stateClass } from "./format.js";
 
 const W = 230; // node width
 const GAP_X = 110;
@@ -158,13 +158,13 @@ function nodeSvg(n, selected, onSelect, live) {
     onclick: () => onSelect(v.id),
     onkeydown: (ev) => { if (ev.key === "Enter") onSelect(v.id); },
   },
-  s("title", null, `${v.name}\n${state} · parallelism ${v.parallelism ?? "-"}`),
+  s("title", null, `${v.name}\n${state} · parallelism ${parallelismText(v.parallelism)}`),
   s("rect", { class: "dag-box", x: n.x, y: n.y, width: W, height: n.h, rx: 6 }),
   s("rect", { class: "dag-header", x: n.x, y: n.y, width: W, height: HEADER, rx: 6 }),
   s("rect", { class: "dag-header", x: n.x, y: n.y + HEADER - 6, width: W, height: 6 }),
   s("text", { class: "dag-state", x: n.x + 10, y: n.y + 16 }, state),
   s("text", { class: "dag-par", x: n.x + W - 10, y: n.y + 16, "text-anchor": "end" },
-    `Parallelism: ${v.parallelism ?? "-"}`),
+    `Parallelism: ${parallelismText(v.parallelism)}`),
   n.lines.map((line, i) => s("text", { class: "dag-op", x: n.x + 10, y: textY(i) }, line)),
   s("text", { class: "dag-stat", x: n.x + 10, y: statsY },
     `In: ${count(m["read-records"])} rec · ${bytes(m["read-bytes"])}`),

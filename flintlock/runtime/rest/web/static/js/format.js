@@ -38,6 +38,12 @@ export function bytes(n) {
   return i === 0 ? `${v} B` : `${v.toFixed(v < 10 ? 2 : 1)} ${units[i]}`;
 }
 
+// A vertex's parallelism; -1 while the AdaptiveBatchScheduler has not decided it yet.
+export function parallelismText(p) {
+  if (typeof p !== "number") return "-";
+  return p < 0 ? "auto" : String(p);
+}
+
 export function count(n) {
   if (typeof n !== "number" || n < 0) return "-";
   return n.toLocaleString("en-US");

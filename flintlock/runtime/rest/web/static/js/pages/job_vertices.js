@@ -3,7 +3,7 @@
 import { api, seg } from "../api.js";
 import { card, h, table } from "../dom.js";
 import {
-  badge, bytes, count, duration, operatorChain, progressBar, taskCounts, time,
+  badge, bytes, count, duration, operatorChain, parallelismText, progressBar, taskCounts, time,
 } from "../format.js";
 import { attemptLogHref } from "./logs.js";
 
@@ -22,7 +22,8 @@ export function verticesTable(job, selectedId) {
     const href = `#/jobs/${seg(job.jid)}/vertices/${seg(v.id)}`;
     return h("tr", { class: v.id === selectedId ? "selected" : "", dataset: { vertexId: v.id } },
       h("td", { class: "name-cell" }, h("a", { href }, operatorChain(v.name))),
-      h("td", { class: "num" }, String(v.parallelism)),
+      h("td", { class: "num", title: v.parallelism < 0 ? "decided at run time from the data its inputs produce" : null },
+        parallelismText(v.parallelism)),
       h("td", null, badge(v.status)),
       h("td", null, progressBar(v.tasks)),
       ioCell(m, "read"),
