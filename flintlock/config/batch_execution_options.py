@@ -10,6 +10,7 @@ from flintlock.config.options import _at_least, _bool, option, parse_memory_byte
 
 __all__ = [
     "AUTO_PARALLELISM_AVG_DATA_VOLUME_PER_TASK",
+    "AUTO_PARALLELISM_DEFAULT_SOURCE_PARALLELISM",
     "AUTO_PARALLELISM_ENABLED",
     "AUTO_PARALLELISM_MAX",
     "AUTO_PARALLELISM_MIN",
@@ -37,3 +38,9 @@ AUTO_PARALLELISM_AVG_DATA_VOLUME_PER_TASK = option(
     "Bytes (as the producers stored them) one subtask of an automatically sized vertex should "
     "read ('16m', '1g' or a number of bytes).",
     deprecated_keys=(_OLD + "avg-data-volume-per-task",))
+AUTO_PARALLELISM_DEFAULT_SOURCE_PARALLELISM = option(
+    _PREFIX + "default-source-parallelism", None, pos_int,
+    "Most subtasks of a source whose parallelism the program did not set (file sources take "
+    "fewer when their files are smaller than avg-data-volume-per-task per subtask); unset: the "
+    "job's parallelism.",
+    deprecated_keys=(_OLD + "default-source-parallelism",))

@@ -39,6 +39,10 @@ class Source(Protocol):
         """
         ...
 
+    # Optional: ``infer_parallelism(upper_bound: int, data_volume_per_task: int) -> int``, the
+    # subtasks this source needs (Flink ``DynamicParallelismInference``); the
+    # AdaptiveBatchScheduler asks it for sources whose parallelism the program did not set.
+
 
 @runtime_checkable
 class Sink(Protocol):

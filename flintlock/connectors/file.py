@@ -188,6 +188,21 @@ class FileSource:
             raise SourceException(f"{self.describe()}: no files match {self.path!r}")
         return sorted(set(out), key=lambda s: s.path)
 
+    def infer_parallelism(self, upper_bound: int, data_volume_per_task: int) -> int:
+        """The subtasks a bounded read needs: ``ceil(bytes of the files / data_volume_per_task)``
+        within ``[1, min(upper_bound, number of files)]`` (a file is one split). Flink's
+        ``DynamicParallelismInference.inferParallelism``, asked by the AdaptiveBatchScheduler
+        for a source whose parallelism the program did not set. A monitored source: the bound.
+
+        Raises:
+            SourceException: the path is missing or cannot be listed.
+        """
+        if self.discovery_interval_ms is not None:
+            return max(1, upper_bound)
+        files = self.list_files()
+        wanted = -(-sum(f.size for f in files) // max(1, data_volume_per_task))
+        return max(1, min(wanted, upper_bound, len(files)))
+
     def enumerate_splits(self, parallelism: int) -> list[list[Any]]:
         """One split per file, balanced by bytes over ``parallelism`` subtasks (some may get none).
 

@@ -62,6 +62,21 @@ def test_more_subtasks_than_files_and_single_file_and_glob(tmp_path):
     assert [s.size for s in uri] == [10]
 
 
+def test_parallelism_inferred_from_the_files_bytes(tmp_path):
+    for name, size in {"a.csv": 100, "b.csv": 70, "c.csv": 50, "d.csv": 40}.items():
+        _write(tmp_path / name, size)
+    source = FileSource.csv(str(tmp_path))
+    # 260 bytes: 100 per subtask -> 3; within the bound and the number of files
+    assert source.infer_parallelism(8, 100) == 3
+    assert source.infer_parallelism(2, 100) == 2
+    assert source.infer_parallelism(8, 1) == 4  # one file is one split
+    assert source.infer_parallelism(8, 10_000) == 1
+    monitored = FileSource.csv(str(tmp_path)).monitor_continuously(1000)
+    assert monitored.infer_parallelism(3, 1) == 3
+    with pytest.raises(SourceException, match="does not exist"):
+        FileSource.csv(str(tmp_path / "missing")).infer_parallelism(2, 1)
+
+
 def test_missing_path_is_a_non_recoverable_source_exception(tmp_path):
     missing = str(tmp_path / "nope")
     with pytest.raises(SourceException, match="nope") as info:

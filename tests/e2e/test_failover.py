@@ -38,9 +38,19 @@ N = 400  # rows per source
 K = 7  # the record where failures are injected
 RESTARTS = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "3",
             "restart-strategy.fixed-delay.delay": "50 ms"}
+#: The scenarios count attempts of every subtask at parallelism 2. The AdaptiveBatchScheduler (the
+#: BATCH default) would run the downstream vertices of these few hundred rows at 1 subtask, so
+#: with 1 byte per subtask it gives them 2, expanded as their inputs finish; some scenarios also
+#: run on the DefaultScheduler's static graph.
+SCHEDULERS = {
+    "adaptive": {"jobmanager.scheduler": "AdaptiveBatch",
+                 "execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task": "1"},
+    "default": {"jobmanager.scheduler": "Default"},
+}
 
 
-def _env(conf: dict[str, str]) -> StreamExecutionEnvironment:
+def _env(conf: dict[str, str], scheduler: str = "adaptive") -> StreamExecutionEnvironment:
+    conf = {**SCHEDULERS[scheduler], **conf}
     env = StreamExecutionEnvironment.get_execution_environment(Configuration(conf))
     env.set_parallelism(2)
     env.set_runtime_mode(RuntimeExecutionMode.BATCH)
@@ -82,12 +92,13 @@ async def _job(cluster: MiniCluster, job: JobGraph) -> ArchivedExecutionGraph:
 # ---- a. a failing middle vertex: region restarts one subtask, full restarts all started ones -------
 
 
-def _middle_vertex_job(conf: dict[str, str], out: Path, fn: Callable[..., Any]) -> JobGraph:
+def _middle_vertex_job(conf: dict[str, str], out: Path, fn: Callable[..., Any],
+                       scheduler: str = "adaptive") -> JobGraph:
     """Source -(rebalance)-> Map ``fn`` -(forward, new chain)-> Filter -> FileSink.
 
     Every subtask is its own pipelined region (BATCH); Filter subtask i reads only Map subtask i.
     """
-    env = _env(conf)
+    env = _env(conf, scheduler)
     doubled = env.from_source(SequenceSource(1, N), "numbers").rebalance().map(fn, "id long, v long").name("double")
     kept = doubled.filter(F.col("v") % 3 != 0).name("keep").start_new_chain()
     kept.sink_to(FileSink.parquet(str(out)))
@@ -101,12 +112,14 @@ def _double(r: Any) -> tuple[int, int]:
 MIDDLE_EXPECTED = f"select id, id * 2 from range(1, {N + 1}) t(id) where (id * 2) % 3 <> 0"
 
 
-@pytest.mark.parametrize("strategy", ["region", "full"])
-def test_failure_in_a_middle_vertex(spark_provider: Any, tmp_path: Path, strategy: str) -> None:
+@pytest.mark.parametrize(("strategy", "scheduler"), [("region", "adaptive"), ("full", "adaptive"),
+                                                   ("region", "default")])
+def test_failure_in_a_middle_vertex(spark_provider: Any, tmp_path: Path, strategy: str,
+                                    scheduler: str) -> None:
     budget = FailureBudget(str(tmp_path / "failures"), times=1)
     out = tmp_path / "out"
     conf = {**RESTARTS, "jobmanager.execution.failover-strategy": strategy}
-    job = _middle_vertex_job(conf, out, fail_at_record(_double, record=K, budget=budget))
+    job = _middle_vertex_job(conf, out, fail_at_record(_double, record=K, budget=budget), scheduler)
 
     async def body(cluster: MiniCluster) -> None:
         result = await cluster.execute(job, timeout_s=90)
@@ -141,14 +154,17 @@ def test_failure_in_a_middle_vertex(spark_provider: Any, tmp_path: Path, strateg
 # ---- b. a consumer whose producer's partition was deleted or truncated -------------------------------
 
 
-@pytest.mark.parametrize("sabotage", [delete_partition, truncate_partition], ids=["deleted", "truncated"])
+@pytest.mark.parametrize(("sabotage", "scheduler"), [
+    (delete_partition, "adaptive"), (truncate_partition, "adaptive"), (delete_partition, "default"),
+], ids=["deleted", "truncated", "deleted-default"])
 def test_lost_producer_partition_reruns_the_producer_region(spark_provider: Any, tmp_path: Path,
-                                                            sabotage: Callable[..., list[str]]) -> None:
+                                                            sabotage: Callable[..., list[str]],
+                                                            scheduler: str) -> None:
     gate = Gate(str(tmp_path / "gate"))
     out = tmp_path / "out"
     # a hash join in its own vertex: a broadcast join would read A within B's Spark job, before
     # the test could delete A's partition
-    env = _env({**RESTARTS, "table.optimizer.join.broadcast-threshold": "-1"})
+    env = _env({**RESTARTS, "table.optimizer.join.broadcast-threshold": "-1"}, scheduler)
     a = env.from_source(SequenceSource(1, N), "A").map(lambda r: (r.id, r.id * 10), "id long, a long")
     # B waits at record 1 until the test opens the gate (one Spark task; the other core stays free)
     b = env.from_source(SequenceSource(1, N), "B").map(

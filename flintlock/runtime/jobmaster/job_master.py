@@ -289,11 +289,13 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
         for vertex in self.job_graph.vertices:
             if vertex.source is None:
                 continue
-            assigned = [list(s) for s in vertex.source.enumerate_splits(vertex.parallelism)]
-            if len(assigned) != vertex.parallelism:
+            parallelism = (self.scheduler.source_parallelism(vertex) if self.scheduler is not None
+                           else vertex.parallelism)
+            assigned = [list(s) for s in vertex.source.enumerate_splits(parallelism)]
+            if len(assigned) != parallelism:
                 raise ValueError(
                     f"source of {vertex.name!r} returned splits for {len(assigned)} subtasks, "
-                    f"expected {vertex.parallelism}"
+                    f"expected {parallelism}"
                 )
             splits[vertex.id] = assigned
         return splits, restored, kept

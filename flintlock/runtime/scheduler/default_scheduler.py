@@ -62,6 +62,7 @@ from flintlock.runtime.ids import (
     JobVertexID,
     ResourceID,
 )
+from flintlock.runtime.jobgraph.job_graph import JobVertex
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus
 from flintlock.runtime.jobmaster.slotpool.declarative_slot_pool import (
     AllocatedSlot,
@@ -263,6 +264,7 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
             return
         self.splits = event.splits
         self.graph.transition_to(JobStatus.RUNNING, "start scheduling")
+        self._on_start()
         self._schedule(self.strategy.start_scheduling())
         for vertex_id in self._restored:  # their consumers, now that their outputs are there
             self._schedule(self.strategy.on_execution_finished(vertex_id))
@@ -498,6 +500,15 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
                 self._finish()
         self._try_complete_restarts()
         self._check_global_termination()
+
+    def source_parallelism(self, vertex: JobVertex) -> int:
+        """How many subtasks the source of ``vertex`` enumerates splits for (the JobMaster asks
+        from its I/O thread before ``StartScheduling``): its parallelism."""
+        return vertex.parallelism
+
+    def _on_start(self) -> None:
+        """Hook when scheduling starts, after ``splits`` are set (the AdaptiveBatchScheduler
+        expands the sources at their decided parallelism)."""
 
     def _on_vertex_finished(self, execution: Execution) -> None:
         """Hook before a FINISHED subtask's consumers are scheduled (the AdaptiveBatchScheduler

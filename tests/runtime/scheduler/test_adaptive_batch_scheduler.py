@@ -176,3 +176,49 @@ def test_scheduler_type_follows_flinks_rule() -> None:
     assert scheduler_type(streaming, Configuration({})) == "Default"
     pipelined = make_job([("a", 1), ("b", 1)], [(0, 1, S.HASH)], result_type=PIPELINED)
     assert scheduler_type(pipelined, Configuration({})) == "Default"
+
+
+class SizedSource:
+    """A source that infers its parallelism as given and remembers the bound it was offered."""
+
+    def __init__(self, inferred: int) -> None:
+        self.inferred = inferred
+        self.offered: list[tuple[int, int]] = []
+
+    def infer_parallelism(self, upper_bound: int, data_volume_per_task: int) -> int:
+        self.offered.append((upper_bound, data_volume_per_task))
+        return self.inferred
+
+
+def _with_source(job: JobGraph, index: int, source: object) -> JobGraph:
+    vertices = list(job.vertices)
+    vertices[index] = dataclasses.replace(vertices[index], source=source)
+    return dataclasses.replace(job, vertices=tuple(vertices))
+
+
+def test_a_source_runs_at_the_parallelism_it_infers_from_its_input() -> None:
+    source = SizedSource(inferred=2)
+    job = _with_source(make_job([("src", 4), ("agg", 4)], [(0, 1, S.HASH)], auto=frozenset({0, 1})),
+                       0, source)
+    d = Driver(job, adaptive=True, **{VOLUME: "100"})
+    src = _vertex(d, "src")
+    assert not src.initialized  # expanded when scheduling starts, with its splits
+    assert d.scheduler.source_parallelism(job.vertices[0]) == 2
+    assert source.offered == [(4, 100)]
+    d.handle(StartScheduling({src.id: [["s0"], ["s1"]]}))
+    assert src.parallelism == 2
+    _, cmds = d.offer(2)
+    assert names(cmds) == ["src (1/2)#0", "src (2/2)#0"]
+    assert [c.tdd.source_splits for c in deploys(cmds)] == [("s0",), ("s1",)]
+    # its consumer may still get up to the job's parallelism of 4
+    assert [c.tdd.produced_partitions[0].number_of_subpartitions for c in deploys(cmds)] == [4, 4]
+
+
+def test_source_bounds_default_source_parallelism_and_inference_clamped() -> None:
+    job = _with_source(make_job([("src", 4), ("agg", 4)], [(0, 1, S.HASH)], auto=frozenset({0, 1})),
+                       0, SizedSource(inferred=99))
+    d = Driver(job, adaptive=True, **{"execution.batch.adaptive.auto-parallelism.default-source-parallelism": "3"})
+    assert d.scheduler.source_parallelism(job.vertices[0]) == 3
+    fixed = _with_source(make_job([("src", 4), ("agg", 4)], [(0, 1, S.HASH)], auto=frozenset({1})),
+                         0, SizedSource(inferred=1))
+    assert Driver(fixed, adaptive=True).scheduler.source_parallelism(fixed.vertices[0]) == 4

@@ -7,9 +7,12 @@ subtask reads come from the bytes the producers stored
 (``vertex_parallelism_decider``). Their producers write as many subpartitions as the consumer may
 get subtasks (``execution.batch.adaptive.auto-parallelism.max-parallelism``, by default the job's
 parallelism, at most the consumer's max parallelism): HASH rows land by key group, so a
-contiguous range of subpartitions is a contiguous key-group range. Sources and vertices with a
-parallelism set by the program run at it. Each new subtask is its own pipelined region (all edges
-are BLOCKING); scheduling, slot sharing and failover are the DefaultScheduler's.
+contiguous range of subpartitions is a contiguous key-group range. Sources whose parallelism the
+program did not set get what their source infers from its input (file sources: ``ceil(file bytes
+/ avg-data-volume-per-task)``, at most ``default-source-parallelism`` or the job's parallelism;
+Flink's dynamic source parallelism inference) and are expanded when scheduling starts. Vertices
+with a parallelism set by the program run at it. Each new subtask is its own pipelined region
+(all edges are BLOCKING); scheduling, slot sharing and failover are the DefaultScheduler's.
 
 Rules for edges into an automatically sized vertex: FORWARD takes the producer's parallelism
 (Flink's forward groups), GLOBAL gives 1, RESCALE at most the producer's, BROADCAST inputs are
@@ -25,6 +28,7 @@ from typing import Any
 from flintlock.config import options
 from flintlock.config.batch_execution_options import (
     AUTO_PARALLELISM_AVG_DATA_VOLUME_PER_TASK,
+    AUTO_PARALLELISM_DEFAULT_SOURCE_PARALLELISM,
     AUTO_PARALLELISM_ENABLED,
     AUTO_PARALLELISM_MAX,
     AUTO_PARALLELISM_MIN,
@@ -65,6 +69,8 @@ class AutoParallelismSettings:
     #: None: each vertex's default (the job's) parallelism
     max_parallelism: int | None = None
     avg_data_volume_per_task: int = 16 << 20
+    #: None: each source vertex's default (the job's) parallelism
+    default_source_parallelism: int | None = None
 
     @classmethod
     def from_configuration(cls, configuration: Configuration) -> AutoParallelismSettings:
@@ -73,12 +79,16 @@ class AutoParallelismSettings:
             min_parallelism=configuration.get(AUTO_PARALLELISM_MIN),
             max_parallelism=configuration.get(AUTO_PARALLELISM_MAX),
             avg_data_volume_per_task=configuration.get(AUTO_PARALLELISM_AVG_DATA_VOLUME_PER_TASK),
+            default_source_parallelism=configuration.get(AUTO_PARALLELISM_DEFAULT_SOURCE_PARALLELISM),
         )
 
     def vertex_max_parallelism(self, vertex: JobVertex) -> int:
-        """The most subtasks ``vertex`` may get: the configured bound, else its default
-        (the job's) parallelism; never above its max parallelism (key groups)."""
-        wanted = self.max_parallelism if self.max_parallelism is not None else vertex.parallelism
+        """The most subtasks ``vertex`` may get: the configured bound
+        (``default-source-parallelism`` for a vertex with a source, ``max-parallelism`` for the
+        others), else its default (the job's) parallelism; never above its max parallelism
+        (key groups)."""
+        bound = self.default_source_parallelism if vertex.source is not None else self.max_parallelism
+        wanted = bound if bound is not None else vertex.parallelism
         return max(1, min(wanted, vertex.max_parallelism))
 
 
@@ -116,14 +126,19 @@ def adaptive_batch_unsupported(job_graph: JobGraph) -> str:
 
 def dynamic_vertices(job_graph: JobGraph, settings: AutoParallelismSettings) -> dict[JobVertexID, int]:
     """The vertices sized at run time -> their largest possible parallelism (the subpartitions
-    their producers write on HASH/REBALANCE edges): vertices without a source whose parallelism
-    the program did not set, when auto-parallelism is enabled. A vertex whose chain starts with a
-    source (even one with network inputs, e.g. a broadcast join chained to it) runs at the
-    parallelism its splits were enumerated for."""
+    their producers write on HASH/REBALANCE edges): vertices whose parallelism the program did
+    not set, when auto-parallelism is enabled, except a source whose FORWARD consumer has a set
+    parallelism. A vertex whose chain starts with a source (even one with network inputs, e.g. a
+    broadcast join chained to it) runs at the parallelism its splits were enumerated for
+    (``AdaptiveBatchScheduler.source_parallelism``)."""
     if not settings.enabled:
         return {}
+    fixed = {v.id for v in job_graph.vertices if v.parallelism_configured}
     return {v.id: settings.vertex_max_parallelism(v) for v in job_graph.vertices
-            if not v.is_source() and v.source is None and not v.parallelism_configured}
+            if not v.parallelism_configured
+            and not (v.source is not None and any(
+                ds.ship_strategy is ShipStrategy.FORWARD and ds.consumer in fixed
+                for ds in v.results))}
 
 
 class AdaptiveBatchScheduler(DefaultScheduler):
@@ -141,6 +156,32 @@ class AdaptiveBatchScheduler(DefaultScheduler):
         self.settings = settings
         #: the decision for each vertex sized at run time, in the order they were made
         self.decisions: dict[JobVertexID, ParallelismAndInputInfos] = {}
+        #: how each dynamic source's parallelism was found (``source_parallelism``)
+        self._source_reasons: dict[JobVertexID, str] = {}
+
+    def source_parallelism(self, vertex: JobVertex) -> int:
+        """A dynamic source's parallelism: what its source infers from its input
+        (``infer_parallelism(upper bound, avg-data-volume-per-task)``, Flink's
+        ``DynamicParallelismInference``; file sources: the files' bytes), else the upper bound
+        (``default-source-parallelism``, else the job's parallelism). Called on the JobMaster's
+        I/O thread before scheduling starts; may list files.
+
+        Raises:
+            SourceException: the source cannot list its input.
+        """
+        upper = self.graph.dynamic_vertices.get(vertex.id)
+        if upper is None:
+            return vertex.parallelism
+        infer = getattr(vertex.source, "infer_parallelism", None)
+        if not callable(infer):
+            self._source_reasons[vertex.id] = "the default source parallelism"
+            return upper
+        inferred = max(1, min(upper, int(infer(upper, self.settings.avg_data_volume_per_task))))
+        self._source_reasons[vertex.id] = "inferred from the source's input size"
+        return inferred
+
+    def _on_start(self) -> None:
+        self.initialize_vertices_if_possible()
 
     def _on_vertex_finished(self, execution: Execution) -> None:
         self.initialize_vertices_if_possible()
@@ -178,6 +219,11 @@ class AdaptiveBatchScheduler(DefaultScheduler):
         graph, jv = self.graph, ejv.job_vertex
         if jv.id not in graph.dynamic_vertices:
             return ParallelismAndInputInfos(jv.parallelism, (), "set by the program")
+        if jv.source is not None:  # its splits were enumerated for its parallelism
+            splits = self.splits.get(jv.id)
+            parallelism = len(splits) if splits else graph.dynamic_vertices[jv.id]
+            return ParallelismAndInputInfos(
+                parallelism, (), self._source_reasons.get(jv.id, "the default source parallelism"))
         for ds in jv.results:  # a FORWARD consumer whose parallelism is fixed decides it
             if ds.ship_strategy is ShipStrategy.FORWARD and ds.consumer not in graph.dynamic_vertices:
                 p = graph.job_vertices[ds.consumer].job_vertex.parallelism
