@@ -5,7 +5,8 @@ One session cluster (2 TaskManagers x 2 slots, embedded Spark servers) runs ever
 schedulers alternating run by run so drift hits both alike, after one warm-up run per query.
 With the DefaultScheduler every vertex runs at ``P``; with the AdaptiveBatchScheduler vertices
 whose parallelism the program does not set get ``1..P`` subtasks, ``ceil(input bytes /
-16 MiB)`` balanced by subpartition volume (fact sheet 7.4), sources keep ``P``. Reported per
+16 MiB)`` balanced by subpartition volume (fact sheet 7.4), file sources ``ceil(file bytes /
+16 MiB)`` up to ``P``. Reported per
 query (medians): the job's duration as the client reports it (``FINISHED in N ms``), the
 command's wall time, and AdaptiveBatch / Default. Results are written as Parquet with a FileSink
 and not compared here (``tests/examples/test_tpch.py`` checks both schedulers against DuckDB).

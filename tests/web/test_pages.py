@@ -168,6 +168,26 @@ def test_a_running_streaming_vertex_shows_back_pressure_instead_of_a_progress_ba
     assert (got["srcBars"], got["winBars"]) == (0, 1)  # batch-style bar where no live data
 
 
+def test_a_vertex_whose_parallelism_is_not_decided_yet_shows_auto(open_page: Callable[..., Any]) -> None:
+    # the AdaptiveBatchScheduler reports -1 (as Flink's REST) until a vertex's inputs finished
+    page, _ = open_page({"overview": {}, "jobs/overview": {"jobs": []}})
+    plan = {"nodes": [{"id": "src", "description": "Source", "inputs": []},
+                      {"id": "agg", "description": "Aggregate", "inputs": [
+                          {"id": "src", "ship_strategy": "HASH"}]}]}
+    vertices = [{"id": "src", "name": "Source", "parallelism": 2, "status": "RUNNING",
+                 "tasks": {"RUNNING": 2}, "metrics": {}},
+                {"id": "agg", "name": "Aggregate", "parallelism": -1, "status": "CREATED",
+                 "tasks": {}, "metrics": {}}]
+    got = _module(page, "dag.js", f"""(() => {{
+        const svg = m.dagSvg({json.dumps(plan)}, {json.dumps(vertices)}, null, () => {{}});
+        const par = (id) => svg.querySelector(`[data-vertex-id="${{id}}"] .dag-par`).textContent;
+        return [par("src"), par("agg")];
+    }})()""")
+    assert got == ["Parallelism: 2", "Parallelism: auto"]
+    assert _module(page, "format.js", "[m.parallelismText(-1), m.parallelismText(3), "
+                   "m.parallelismText(undefined)]") == ["auto", "3", "-"]
+
+
 def test_timeline_segments_and_task_names(open_page: Callable[..., Any]) -> None:
     page, _ = open_page({"overview": {}, "jobs/overview": {"jobs": []}})
     segs = _module(page, "pages/job_timeline.js", """m.segments(
