@@ -206,5 +206,6 @@ def main() -> None:
                "Deployment modes: one TPC-H query end to end", table(rows),
                {"runs": [asdict(r) for r in runs], "rows": rows}, "deployment-modes", load)
 
+
 if __name__ == "__main__":
     main()

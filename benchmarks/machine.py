@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib.metadata as md
+import json
 import os
 import platform
 import socket
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -81,10 +84,6 @@ def write_page(script: str, doc: str | None, title: str, body: str, raw: dict[st
     process's arguments), the machine and load, ``details``, the module docstring's description
     (``doc`` minus its first line and its usage example), ``body`` and the raw file's name.
     Returns the raw file's path."""
-    import datetime as dt
-    import json
-    import sys
-
     stamp = dt.datetime.now().strftime("%Y%m%dT%H%M%S")
     out = REPO / "benchmarks" / "results" / f"{name}-{stamp}.json"
     out.write_text(json.dumps(raw, indent=1))
@@ -96,4 +95,3 @@ def write_page(script: str, doc: str | None, title: str, body: str, raw: dict[st
         f"the start){details}.\n\n{description}\n\n{body}\n\nRaw figures: "
         f"`benchmarks/results/{out.name}`.\n")
     return out
-

@@ -116,12 +116,12 @@ class ExecutionGraph:
         #: O(1)); job vertices not expanded into subtasks yet (dynamic graphs)
         self._not_finished = self._not_terminal = 0
         self._uninitialized = len(job_graph.vertices)
-        self._build(attempts_history_size, now)
+        self._history = attempts_history_size
+        self._build(now)
 
     # ---- building ------------------------------------------------------------------------------
 
-    def _build(self, attempts_history_size: int, now: int) -> None:
-        self._history = attempts_history_size
+    def _build(self, now: int) -> None:
         for jv in self.job_graph.vertices:
             self.job_vertices[jv.id] = ExecutionJobVertex(jv)
         for jv in self.job_graph.vertices:
@@ -133,11 +133,8 @@ class ExecutionGraph:
         for jv in self.job_graph.vertices:
             if jv.id in self.dynamic_vertices:
                 continue
-            if all(self.job_vertices[self._producer_of_edge(e)].initialized for e in jv.inputs):
+            if all(self.job_vertices[self.producer_vertex_of(e.source)].initialized for e in jv.inputs):
                 self._initialize(self.job_vertices[jv.id], jv.parallelism, None, now)
-
-    def _producer_of_edge(self, edge: JobEdge) -> JobVertexID:
-        return self._producers[edge.source]
 
     def producer_vertex_of(self, dataset_id: IntermediateDataSetID) -> JobVertexID:
         """The job vertex that produces ``dataset_id``."""
@@ -168,12 +165,12 @@ class ExecutionGraph:
         if ejv.initialized:
             raise ValueError(f"vertex {ejv.name!r} is initialized already")
         for edge in ejv.job_vertex.inputs:
-            if not self.job_vertices[self._producer_of_edge(edge)].initialized:
+            if not self.job_vertices[self.producer_vertex_of(edge.source)].initialized:
                 raise ValueError(f"vertex {ejv.name!r}: a producer is not initialized yet")
         self._initialize(ejv, parallelism, subpartition_ranges, self._now_ms())
         return [v.id for v in ejv.task_vertices]
 
-    def _subpartitions_for(self, ds: IntermediateDataSet, producers: int) -> SubpartitionMapping | None:
+    def _static_mapping(self, ds: IntermediateDataSet, producers: int) -> SubpartitionMapping | None:
         """The static mapping of ``ds`` when its consumer's parallelism is known, else None."""
         if ds.consumer in self.dynamic_vertices:
             return None
@@ -197,12 +194,11 @@ class ExecutionGraph:
                     raise ValueError(f"parallelism {parallelism} does not match the "
                                      f"{len(mapping.consumed)} consumers its producers wrote for")
             except ValueError as exc:
-                producer = self.job_vertices[self._producer_of_edge(edge)]
+                producer = self.job_vertices[self.producer_vertex_of(edge.source)]
                 raise ValueError(
                     f"job {name!r}: edge {producer.name!r} -> {jv.name!r}: {exc}") from None
             mappings.append((edge, result, mapping))
         ejv.decided_parallelism = parallelism
-        ejv.initialized = True
         ejv.task_vertices = [
             ExecutionVertex(ejv, i, now, self._history) for i in range(parallelism)]
         for ev in ejv.task_vertices:
@@ -220,7 +216,7 @@ class ExecutionGraph:
                     p.consumers = (*p.consumers, ev.id)
         for ds in jv.results:
             try:
-                static = self._subpartitions_for(ds, parallelism)
+                static = self._static_mapping(ds, parallelism)
             except ValueError as exc:
                 consumer = self.job_vertices[ds.consumer]
                 raise ValueError(
@@ -245,7 +241,7 @@ class ExecutionGraph:
             ejv.produced_results.append(result)
             self.results[ds.id] = result
 
-        # ---- job status ----------------------------------------------------------------------------
+    # ---- job status ----------------------------------------------------------------------------
 
     @property
     def job_id(self) -> object:
@@ -339,9 +335,6 @@ class ExecutionGraph:
 
     def all_finished(self) -> bool:
         return self._not_finished == 0 and self._uninitialized == 0
-
-    def is_dynamic(self) -> bool:
-        return bool(self.dynamic_vertices)
 
     def all_terminal(self) -> bool:
         return self._not_terminal == 0

@@ -93,9 +93,8 @@ class ExecutionJobVertex:
     task_vertices: list[ExecutionVertex] = field(default_factory=list)
     #: produced results, in output order
     produced_results: list[IntermediateResult] = field(default_factory=list)
-    #: expanded into subtasks (a dynamic graph initializes vertices as their inputs finish)
-    initialized: bool = False
-    #: the parallelism it runs at once initialized (decided at run time in a dynamic graph)
+    #: the parallelism it runs at once expanded into subtasks; None until then (a dynamic graph
+    #: initializes vertices as their inputs finish)
     decided_parallelism: int | None = None
 
     @property
@@ -105,6 +104,10 @@ class ExecutionJobVertex:
     @property
     def name(self) -> str:
         return self.job_vertex.name
+
+    @property
+    def initialized(self) -> bool:
+        return self.decided_parallelism is not None
 
     @property
     def parallelism(self) -> int:

@@ -37,6 +37,7 @@ from flintlock.config.configuration import Configuration
 from flintlock.runtime.executiongraph.execution import Execution
 from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
 from flintlock.runtime.executiongraph.execution_vertex import ExecutionJobVertex
+from flintlock.runtime.executiongraph.intermediate_result import IntermediateResult
 from flintlock.runtime.ids import ExecutionVertexID, JobVertexID
 from flintlock.runtime.jobgraph.job_graph import JobGraph, JobVertex
 from flintlock.runtime.jobgraph.types import JobType, ShipStrategy
@@ -251,7 +252,7 @@ class AdaptiveBatchScheduler(DefaultScheduler):
         return decision
 
 
-def _bytes_per_subpartition(result: Any) -> tuple[int, ...]:
+def _bytes_per_subpartition(result: IntermediateResult) -> tuple[int, ...]:
     """Bytes per subpartition index of a finished result, summed over its partitions."""
     n = result.partitions[0].number_of_subpartitions if result.partitions else 0
     totals = [0] * n
