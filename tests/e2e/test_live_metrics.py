@@ -118,8 +118,9 @@ def test_a_running_batch_subtask_reports_what_its_spark_jobs_read_so_far(
         spark_provider: Any, tmp_path: Path, end: str) -> None:
     """Live I/O of a BATCH subtask (issue 17): its Spark job is one or two long Spark tasks (one
     input file of 1,000,000 rows, ~20 s at 0.2 s per Arrow batch), and while it runs REST shows
-    the records read so far as complete counts: they come from the running SQL execution's scan
-    metrics, which executor heartbeats update (Spark's stage counts only move when a Spark task
+    the records read and written so far as complete counts: they come from the running SQL
+    execution's row metrics (the scan's, and those of the Python function feeding the sink's
+    write), which executor heartbeats update (Spark's stage counts only move when a Spark task
     ends). The final counts when it finished; what it had read when it was cancelled."""
     source = tmp_path / "in"
     spark = spark_provider.get()
@@ -145,11 +146,13 @@ def test_a_running_batch_subtask_reports_what_its_spark_jobs_read_so_far(
                 (subtask,) = seen["vertex"]["subtasks"]
                 io = subtask["metrics"]
                 return (subtask["status"] == "RUNNING" and io["read-records-complete"]
-                        and 0 < io["read-records"] < ROWS)
+                        and 0 < io["read-records"] < ROWS and 0 < io["write-records"] < ROWS)
 
             await wait_until_async(counted_while_running, 60, 0.1, lambda: seen)
             values = {m["id"]: float(m["value"]) for m in seen["metric"]}
             assert values["0.numRecordsIn"] > 0, seen["metric"]
+            io = seen["vertex"]["subtasks"][0]["metrics"]
+            assert io["write-records"] <= io["read-records"], io  # nothing written before read
             if end == "cancelled":
                 await cluster.dispatcher_gateway.cancel_job(job.job_id)
                 result = await cluster.wait_for_job_result(job.job_id, timeout_s=60)

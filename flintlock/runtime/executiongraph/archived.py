@@ -103,6 +103,10 @@ class ArchivedExecution(AttemptIdentity):
     metrics: IOMetrics = field(default_factory=IOMetrics)
     #: live metrics while RUNNING (streaming tasks; ``metrics.live_task_metrics``)
     live: LiveTaskMetrics | None = None
+    #: ms spent back-pressured and idle, as of the attempt's last live report (kept after it
+    #: ended; 0 for an attempt that never reported, e.g. a batch subtask's one Spark plan)
+    accumulated_back_pressured_ms: float = 0.0
+    accumulated_idle_ms: float = 0.0
 
     @property
     def metrics_complete(self) -> bool:

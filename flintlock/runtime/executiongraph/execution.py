@@ -125,6 +125,7 @@ class Execution(AttemptIdentity):
             failure=self.failure,
             metrics=self.io_metrics(),
             live=self.live_metrics if self.state is ExecutionState.RUNNING else None,
+            **_accumulated_ms(self.live_metrics),
         )
 
     def io_metrics(self) -> IOMetrics:
@@ -137,6 +138,14 @@ class Execution(AttemptIdentity):
 
     def __repr__(self) -> str:
         return f"<Execution {self.task_name_with_subtask()} {self.state.name}>"
+
+
+def _accumulated_ms(live: LiveTaskMetrics | None) -> dict[str, float]:
+    """The back-pressured and idle ms of the last live report (ArchivedExecution fields)."""
+    if live is None:
+        return {}
+    return {"accumulated_back_pressured_ms": live.accumulated_back_pressured_ms,
+            "accumulated_idle_ms": live.accumulated_idle_ms}
 
 
 def _live_io(live: LiveTaskMetrics | None) -> IOMetrics:

@@ -27,7 +27,9 @@ MIN_WATERMARK_METRIC = -(2**63)
 
 @dataclass(frozen=True)
 class LiveTaskMetrics:
-    """One running attempt's metrics at ``timestamp_ms`` (counts cumulative, rates per second)."""
+    """One running attempt's metrics at ``timestamp_ms`` (counts cumulative, rates per second;
+    ``accumulated_*_ms``: the ms spent back-pressured and idle since the attempt started, Flink's
+    ``accumulateBackPressuredTimeMs`` / ``accumulateIdleTimeMs``)."""
 
     attempt_id: ExecutionAttemptID
     timestamp_ms: int
@@ -43,6 +45,8 @@ class LiveTaskMetrics:
     epochs: int = 0
     input_watermark: int | None = None
     output_watermark: int | None = None
+    accumulated_back_pressured_ms: float = 0.0
+    accumulated_idle_ms: float = 0.0
 
 
 def backpressure_level(ratio: float) -> str:
@@ -92,6 +96,7 @@ class LiveMetricsReporter:
             records_out_per_second=per_second(rout, prev.records_out, None),
             epochs=int(stats.epochs), input_watermark=stats.input_watermark,
             output_watermark=stats.output_watermark,
+            accumulated_back_pressured_ms=bp, accumulated_idle_ms=idle,
         )
 
     def retain(self, attempts: set[ExecutionAttemptID]) -> None:

@@ -20,7 +20,10 @@ Metrics of one subtask attempt (Flink ``TaskIOMetricGroup``):
   rate); 0 until the counts are known, which for BATCH is when the attempt finishes.
 - ``currentInputWatermark``, ``currentOutputWatermark`` (STREAMING, ms; Long.MIN_VALUE before
   the first).
-- ``accumulateBusyTimeMs``: ms spent RUNNING (to the end of RUNNING, or to now).
+- ``accumulateBusyTimeMs``, ``accumulateBackPressuredTimeMs``, ``accumulateIdleTimeMs``: the ms
+  spent RUNNING (to the end of RUNNING, or to now) split as Flink splits a task's time: the
+  back-pressured and idle ms a STREAMING attempt accumulated (its last live report, kept after it
+  ended), and the rest busy; a BATCH attempt is busy for all its time RUNNING.
 
 REST query helpers follow Flink's metric handlers: ``get=a,b`` selects metrics, ``agg=min,max``
 picks aggregations (``min``, ``max``, ``sum``, ``avg``, ``skew``: Flink ``DoubleDataSkew``, the
@@ -41,6 +44,7 @@ __all__ = [
     "AGGREGATIONS",
     "LIVE_TASK_METRICS",
     "TASK_METRICS",
+    "accumulated_times",
     "aggregate",
     "attempt_metrics",
     "busy_time_ms",
@@ -59,7 +63,8 @@ __all__ = [
 TASK_METRICS = ("numRecordsIn", "numRecordsOut", "numBytesIn", "numBytesOut",
                 "busyTimeMsPerSecond", "backPressuredTimeMsPerSecond", "idleTimeMsPerSecond",
                 "numRecordsInPerSecond", "numRecordsOutPerSecond", "numBytesInPerSecond",
-                "numBytesOutPerSecond", "accumulateBusyTimeMs")
+                "numBytesOutPerSecond", "accumulateBusyTimeMs", "accumulateBackPressuredTimeMs",
+                "accumulateIdleTimeMs")
 #: what running STREAMING subtasks add (``live_task_metrics``)
 LIVE_TASK_METRICS = ("currentInputWatermark", "currentOutputWatermark")
 #: Flink's aggregation modes (``AggregationMode``), lower case as in the query parameter
@@ -85,11 +90,23 @@ def busy_time_ms(state: ExecutionState, state_timestamps: Mapping[str, int], now
     return max(0, min(ends) - started) if ends else 0
 
 
+def accumulated_times(execution: ArchivedExecution, now_ms: int) -> tuple[float, float, float]:
+    """(busy, back-pressured, idle) ms of an attempt: its time RUNNING less the back-pressured
+    and idle ms of its last live report (which cannot exceed it), and those two."""
+    running_ms = busy_time_ms(execution.state, execution.state_timestamps, now_ms)
+    back_pressured = min(float(running_ms), max(0.0, execution.accumulated_back_pressured_ms))
+    idle = min(running_ms - back_pressured, max(0.0, execution.accumulated_idle_ms))
+    return running_ms - back_pressured - idle, back_pressured, idle
+
+
 def attempt_metrics(io: IOMetrics, state: ExecutionState, state_timestamps: Mapping[str, int],
-                    now_ms: int, live: LiveTaskMetrics | None = None) -> dict[str, float]:
+                    now_ms: int, live: LiveTaskMetrics | None = None,
+                    times: tuple[float, float, float] | None = None) -> dict[str, float]:
     """The ``TASK_METRICS`` of one attempt, plus ``LIVE_TASK_METRICS`` when ``live`` is given
-    (meanings, units and approximations: the module docstring)."""
+    (meanings, units and approximations: the module docstring); ``times``: its
+    ``accumulated_times`` (default: busy for all its time RUNNING)."""
     running_ms = busy_time_ms(state, state_timestamps, now_ms)
+    busy, back_pressured, idle = times if times is not None else (float(running_ms), 0.0, 0.0)
 
     def average_per_second(count: int) -> float:
         return count * 1000.0 / running_ms if running_ms > 0 else 0.0
@@ -106,7 +123,9 @@ def attempt_metrics(io: IOMetrics, state: ExecutionState, state_timestamps: Mapp
         "numRecordsOutPerSecond": average_per_second(io.records_out),
         "numBytesInPerSecond": average_per_second(io.bytes_in),
         "numBytesOutPerSecond": average_per_second(io.bytes_out),
-        "accumulateBusyTimeMs": float(running_ms),
+        "accumulateBusyTimeMs": busy,
+        "accumulateBackPressuredTimeMs": back_pressured,
+        "accumulateIdleTimeMs": idle,
     }
     if live is not None:
         mark = MIN_WATERMARK_METRIC
@@ -138,7 +157,7 @@ def _byte_rate(records_per_second: float, total_bytes: int, total_records: int) 
 def execution_metrics(execution: ArchivedExecution, now_ms: int) -> dict[str, float]:
     """The metrics of an archived attempt (live ones while a streaming attempt runs)."""
     return attempt_metrics(execution.metrics, execution.state, execution.state_timestamps, now_ms,
-                           execution.live)
+                           execution.live, accumulated_times(execution, now_ms))
 
 
 def vertex_metrics(vertex: ArchivedJobVertex, now_ms: int) -> dict[str, float]:

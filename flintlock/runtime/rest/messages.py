@@ -31,8 +31,8 @@ from flintlock.runtime.jobgraph.json_plan import plan_description
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus
 from flintlock.runtime.rest.messages_vertices import (
     aggregated_task_details,
-    io_metrics_info,
     subtask_attempt_details,
+    summed_io_info,
     task_log_url,
 )
 from flintlock.runtime.taskmanager.task_execution_state import SerializedError
@@ -177,7 +177,6 @@ def _vertex_times(vertex: ArchivedJobVertex, now_ms: int) -> tuple[int, int, int
 
 def _vertex_info(vertex: ArchivedJobVertex, now_ms: int) -> dict[str, Any]:
     start, end, duration = _vertex_times(vertex, now_ms)
-    complete = bool(vertex.subtasks) and all(s.metrics_complete for s in vertex.subtasks)
     return {
         "id": str(vertex.id),
         "slotSharingGroupId": _slot_sharing_group_id(vertex.slot_sharing_group),
@@ -189,7 +188,7 @@ def _vertex_info(vertex: ArchivedJobVertex, now_ms: int) -> dict[str, Any]:
         "end-time": end,
         "duration": duration,
         "tasks": vertex.task_counts(),
-        "metrics": io_metrics_info(vertex.metrics(), complete),
+        "metrics": summed_io_info(vertex.subtasks, now_ms),
     }
 
 

@@ -39,7 +39,7 @@ from flintlock.runtime.executiongraph.archived import (
 from flintlock.runtime.ids import ExecutionAttemptID, JobID
 from flintlock.runtime.jobgraph.types import ExecutionState, JobType
 from flintlock.runtime.logs.task_logs import task_log_file_name_of
-from flintlock.runtime.metrics.task_metrics import busy_time_ms
+from flintlock.runtime.metrics.task_metrics import accumulated_times
 from flintlock.runtime.taskmanager.task_execution_state import IOMetrics
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "job_config_info",
     "subtask_attempt_details",
     "subtask_times_info",
+    "summed_io_info",
     "task_log_url",
     "vertex_task_managers_info",
 ]
@@ -90,8 +91,11 @@ def job_config_info(graph: ArchivedExecutionGraph) -> dict[str, Any]:
     }
 
 
-def io_metrics_info(metrics: IOMetrics, complete: bool, busy_ms: float = 0.0) -> dict[str, Any]:
-    """Flink ``IOMetricsInfo``."""
+def io_metrics_info(metrics: IOMetrics, complete: bool,
+                    times: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> dict[str, Any]:
+    """Flink ``IOMetricsInfo``; ``times``: accumulated (busy, back-pressured, idle) ms
+    (``task_metrics.accumulated_times``; Flink sends the last two as longs)."""
+    busy_ms, back_pressured_ms, idle_ms = times
     return {
         "read-bytes": metrics.bytes_in,
         "read-bytes-complete": complete,
@@ -101,8 +105,8 @@ def io_metrics_info(metrics: IOMetrics, complete: bool, busy_ms: float = 0.0) ->
         "read-records-complete": complete,
         "write-records": metrics.records_out,
         "write-records-complete": complete,
-        "accumulated-backpressured-time": 0,
-        "accumulated-idle-time": 0,
+        "accumulated-backpressured-time": int(back_pressured_ms),
+        "accumulated-idle-time": int(idle_ms),
         "accumulated-busy-time": float(busy_ms),
     }
 
@@ -132,8 +136,22 @@ def _status_durations(execution: ArchivedExecution, now_ms: int) -> dict[str, in
 
 
 def _attempt_io(execution: ArchivedExecution, now_ms: int) -> dict[str, Any]:
-    busy = busy_time_ms(execution.state, execution.state_timestamps, now_ms)
-    return io_metrics_info(execution.metrics, execution.metrics_complete, busy)
+    return io_metrics_info(execution.metrics, execution.metrics_complete,
+                           accumulated_times(execution, now_ms))
+
+
+def summed_io_info(subtasks: Sequence[ArchivedExecution], now_ms: int) -> dict[str, Any]:
+    """The ``IOMetricsInfo`` of several attempts (a vertex's, or its attempts on one
+    TaskManager): counts and accumulated times summed, complete when all are (Flink
+    ``MutableIOMetrics.addIOMetrics`` over the attempts)."""
+    total = IOMetrics(sum(s.metrics.records_in for s in subtasks),
+                      sum(s.metrics.records_out for s in subtasks),
+                      sum(s.metrics.bytes_in for s in subtasks),
+                      sum(s.metrics.bytes_out for s in subtasks))
+    times = [accumulated_times(s, now_ms) for s in subtasks]
+    return io_metrics_info(total, bool(subtasks) and all(s.metrics_complete for s in subtasks),
+                           (sum(t[0] for t in times), sum(t[1] for t in times),
+                            sum(t[2] for t in times)))
 
 
 def subtask_attempt_details(job_id: JobID, execution: ArchivedExecution, now_ms: int,
@@ -258,10 +276,6 @@ def _task_manager_entry(tm: str, subtasks: list[ArchivedExecution], now_ms: int)
     end = max(t[1] for t in times) if all_terminal and times else -1
     duration = ((end if end >= 0 else now_ms) - start) if start >= 0 else -1
     ios = [_attempt_io(s, now_ms) for s in subtasks]
-    total = IOMetrics(sum(s.metrics.records_in for s in subtasks),
-                      sum(s.metrics.records_out for s in subtasks),
-                      sum(s.metrics.bytes_in for s in subtasks),
-                      sum(s.metrics.bytes_out for s in subtasks))
     durations = [_status_durations(s, now_ms) for s in subtasks]
     return {
         "endpoint": tm,
@@ -271,8 +285,7 @@ def _task_manager_entry(tm: str, subtasks: list[ArchivedExecution], now_ms: int)
         "start-time": start,
         "end-time": end,
         "duration": duration,
-        "metrics": io_metrics_info(total, all(s.metrics_complete for s in subtasks),
-                                   sum(io["accumulated-busy-time"] for io in ios)),
+        "metrics": summed_io_info(subtasks, now_ms),
         "status-counts": counts,
         "aggregated": aggregated_task_details(ios, durations),
     }

@@ -11,10 +11,11 @@ the attempt (all carry its tag, ``stream_task.spark_tag``):
   (``lastStageAttempt``; a retried stage counts once): ``inputRecords``/``inputBytes`` are what
   its file scans read (source splits and input partitions), ``outputRecords``/``outputBytes``
   what its file writes wrote (result partitions and sinks). These move when Spark tasks end;
-  records read also come from the running SQL executions' scan metrics (``SqlScanRows``), which
-  executor heartbeats update (``spark.executor.heartbeatInterval``, 3 s in the embedded server),
-  so a subtask whose Spark job is one long Spark task shows its reads grow. Bytes and records
-  written stay at Spark task ends.
+  records read and written also come from the running SQL executions' row metrics
+  (``SqlRowCounts``: the file scans' output rows, and the rows flowing into write commands),
+  which executor heartbeats update (``spark.executor.heartbeatInterval``, 3 s in the embedded
+  server), so a subtask whose Spark job is one long Spark task shows its reads and writes grow.
+  Bytes stay at Spark task ends.
 - **Remote server** (``spark.remote``): Spark Connect's execution progress
   (``SparkSession.registerProgressHandler``), which carries the bytes read by finished Spark
   tasks only; records are known when the subtask finishes.
@@ -28,8 +29,10 @@ cumulative counts that never go down, refreshed by a daemon thread every
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from flintlock.runtime.spark.session import (
@@ -39,23 +42,82 @@ from flintlock.runtime.spark.session import (
 )
 from flintlock.runtime.taskmanager.task_execution_state import IOMetrics
 
-__all__ = ["SparkTaskProgress", "SqlScanRows", "embedded_tagged_io", "parse_sum_metric"]
+__all__ = [
+    "PlanNode",
+    "SparkTaskProgress",
+    "SqlRowCounts",
+    "embedded_tagged_io",
+    "parse_sum_metric",
+    "row_metric_ids",
+]
 
 log = logging.getLogger(__name__)
 
 
-class SqlScanRows:
-    """Rows the file scans of the tagged jobs' SQL executions have read so far (pure cache + the
-    Py4J reads; one per attempt).
+#: the plan-graph names of Spark's file and data-source write commands (the root of a write's SQL
+#: execution: ``Execute InsertIntoHadoopFsRelationCommand``, V2 ``AppendData``, ...)
+_WRITE_COMMANDS = re.compile(
+    r"InsertInto|SaveIntoDataSource|AppendData|OverwriteByExpression|OverwritePartitionsDynamic"
+    r"|WriteToDataSourceV2")
+_OUTPUT_ROWS = "number of output rows"
 
-    The nodes named ``Scan <format>`` of each execution's plan graph and their ``number of
-    output rows`` metric, from ``SQLAppStatusStore.executionMetrics``: while the execution runs,
-    Spark aggregates there what executor heartbeats carried, by accumulator id. (The stage
-    counts of the status store do not move with heartbeats in local mode: the heartbeat's
-    accumulators reach the driver unserialized, without the names ``AppStatusListener`` keys
-    task metrics by; they move when Spark tasks end.) A job's execution and an execution's
-    scan metric ids are looked up once; a job without an execution (Spark registers an
-    execution before its jobs start) is not searched again.
+
+@dataclass(frozen=True)
+class PlanNode:
+    """One node of a SQL execution's plan graph (``SparkPlanGraphNode``): its id, name and the
+    accumulator id of its ``number of output rows`` metric (None: the node has no such metric)."""
+
+    id: int
+    name: str
+    output_rows: int | None
+
+
+def row_metric_ids(nodes: list[PlanNode], edges: list[tuple[int, int]]
+                   ) -> tuple[list[int], list[int]]:
+    """(read, written): the accumulator ids of the rows a SQL execution's file scans read
+    (``Scan <format>`` nodes) and of the rows that flow into its write commands (pure).
+
+    A write command counts its rows only when the write commits; the rows flowing into it are
+    counted by the nearest node below it that has a ``number of output rows`` metric, reached
+    through nodes that keep the row count and have no such metric (``WriteFiles``, projections,
+    ``AdaptiveSparkPlan``, ``ColumnarToRow`` adapters without it). A node with several inputs
+    (a union, a join) before one with the metric means no live count for that write.
+
+    Args:
+        nodes: the plan graph's nodes.
+        edges: ``(from, to)`` node ids, data flowing from ``from`` (the child) to ``to``.
+    """
+    by_id = {n.id: n for n in nodes}
+    children: dict[int, list[int]] = {}
+    for child, parent in edges:
+        children.setdefault(parent, []).append(child)
+    read = [n.output_rows for n in nodes if n.name.startswith("Scan ") and n.output_rows is not None]
+    written: list[int] = []
+    for node in nodes:
+        if not _WRITE_COMMANDS.search(node.name):
+            continue
+        below = children.get(node.id, [])
+        while len(below) == 1 and below[0] in by_id:
+            child = by_id[below[0]]
+            if child.output_rows is not None:
+                written.append(child.output_rows)
+                break
+            below = children.get(child.id, [])
+    return read, written
+
+
+class SqlRowCounts:
+    """Rows the tagged jobs' SQL executions have read (file scans) and written (rows into write
+    commands) so far; the Py4J reads plus a cache, one per attempt.
+
+    The metrics come from ``SQLAppStatusStore.executionMetrics``: while an execution runs, Spark
+    aggregates there what executor heartbeats carried, by accumulator id. (The stage counts of
+    the status store do not move with heartbeats in local mode: the heartbeat's accumulators
+    reach the driver unserialized, without the names ``AppStatusListener`` keys task metrics by;
+    they move when Spark tasks end.) Which metrics count is ``row_metric_ids``. A job's
+    execution is looked up once (a job without an execution, which Spark registers before its
+    jobs start, is not searched again); an execution's metric ids are looked up again when its
+    plan graph changes size (adaptive query execution re-plans, with new metrics).
     """
 
     #: how many of the newest SQL executions are searched for a new job's execution
@@ -65,10 +127,12 @@ class SqlScanRows:
         #: the embedded server's ``SQLAppStatusStore`` (Py4J), looked up at the first read
         self.sql_store: Any = None
         self._execution_of_job: dict[int, int | None] = {}
-        self._scan_metrics: dict[int, list[int]] = {}
+        #: execution id -> (plan graph node count, read ids, written ids)
+        self._metric_ids: dict[int, tuple[int, list[int], list[int]]] = {}
 
-    def rows(self, sql_store: Any, jvm: Any, job_ids: list[int]) -> int:
-        """Sum of the scans' rows over the executions of ``job_ids`` (Py4J errors propagate)."""
+    def counts(self, sql_store: Any, jvm: Any, job_ids: list[int]) -> tuple[int, int]:
+        """(rows read, rows written) over the executions of ``job_ids`` (Py4J errors
+        propagate)."""
         convert = jvm.scala.jdk.javaapi.CollectionConverters
         if any(j not in self._execution_of_job for j in job_ids):
             count = int(sql_store.executionsCount())
@@ -78,21 +142,30 @@ class SqlScanRows:
                     self._execution_of_job[int(job)] = int(execution.executionId())
             for job in job_ids:
                 self._execution_of_job.setdefault(job, None)
-        total = 0
+        read = written = 0
         executions = {self._execution_of_job[j] for j in job_ids}
         for eid in (e for e in executions if e is not None):
-            if eid not in self._scan_metrics:
-                self._scan_metrics[eid] = [
-                    int(metric.accumulatorId())
-                    for node in convert.asJava(sql_store.planGraph(eid).allNodes())
-                    if str(node.name()).startswith("Scan ")
-                    for metric in convert.asJava(node.metrics())
-                    if metric.name() == "number of output rows"]
-            if not self._scan_metrics[eid]:
+            read_ids, written_ids = self._ids(sql_store, convert, eid)
+            if not read_ids and not written_ids:
                 continue
             values = convert.asJava(sql_store.executionMetrics(eid))
-            total += sum(parse_sum_metric(values.get(i)) for i in self._scan_metrics[eid])
-        return total
+            read += sum(parse_sum_metric(values.get(i)) for i in read_ids)
+            written += sum(parse_sum_metric(values.get(i)) for i in written_ids)
+        return read, written
+
+    def _ids(self, sql_store: Any, convert: Any, eid: int) -> tuple[list[int], list[int]]:
+        graph = sql_store.planGraph(eid)
+        all_nodes = convert.asJava(graph.allNodes())
+        size = len(all_nodes)
+        cached = self._metric_ids.get(eid)
+        if cached is None or cached[0] != size:
+            nodes = [PlanNode(int(n.id()), str(n.name()), next(
+                (int(m.accumulatorId()) for m in convert.asJava(n.metrics())
+                 if m.name() == _OUTPUT_ROWS), None)) for n in all_nodes]
+            edges = [(int(e.fromId()), int(e.toId())) for e in convert.asJava(graph.edges())]
+            cached = (size, *row_metric_ids(nodes, edges))
+            self._metric_ids[eid] = cached
+        return cached[1], cached[2]
 
 
 def parse_sum_metric(text: str | None) -> int:
@@ -105,22 +178,23 @@ def parse_sum_metric(text: str | None) -> int:
         return 0
 
 
-def _scan_rows(scans: SqlScanRows, jvm: Any, job_ids: list[int]) -> int:
+def _sql_rows(sql: SqlRowCounts, jvm: Any, job_ids: list[int]) -> tuple[int, int]:
     try:
-        if scans.sql_store is None:
-            scans.sql_store = embedded_sql_status_store()
-        return 0 if scans.sql_store is None else scans.rows(scans.sql_store, jvm, job_ids)
+        if sql.sql_store is None:
+            sql.sql_store = embedded_sql_status_store()
+        return (0, 0) if sql.sql_store is None else sql.counts(sql.sql_store, jvm, job_ids)
     except Exception:  # the stage counts still stand
-        log.debug("reading the SQL scan metrics of jobs %s failed", job_ids, exc_info=True)
-        return 0
+        log.debug("reading the SQL row metrics of jobs %s failed", job_ids, exc_info=True)
+        return 0, 0
 
 
-def embedded_tagged_io(session: Any, tag: str, scans: SqlScanRows | None = None
+def embedded_tagged_io(session: Any, tag: str, sql: SqlRowCounts | None = None
                        ) -> IOMetrics | None:
     """What the Spark jobs of ``session``'s operations tagged ``tag`` read and wrote so far
     (records, and bytes as Spark counts them), from this process's embedded server; None
-    without one (or when Py4J fails: logged at debug). With ``scans``, records read are also
-    taken from the running SQL executions' scan metrics (``SqlScanRows``), whichever is higher."""
+    without one (or when Py4J fails: logged at debug). With ``sql``, records read and written
+    are also taken from the running SQL executions' row metrics (``SqlRowCounts``), whichever
+    is higher."""
     sc = embedded_spark_context()
     if sc is None:
         return None
@@ -142,8 +216,9 @@ def embedded_tagged_io(session: Any, tag: str, scans: SqlScanRows | None = None
             for i, value in enumerate((stage.inputRecords(), stage.outputRecords(),
                                        stage.inputBytes(), stage.outputBytes())):
                 totals[i] += int(value)
-        if scans is not None and job_ids:
-            totals[0] = max(totals[0], _scan_rows(scans, sc._jvm, job_ids))
+        if sql is not None and job_ids:
+            read, written = _sql_rows(sql, sc._jvm, job_ids)
+            totals[0], totals[1] = max(totals[0], read), max(totals[1], written)
         return IOMetrics(*totals)
     except Exception:
         log.debug("reading the Spark progress of tag %s failed", tag, exc_info=True)
@@ -175,7 +250,7 @@ class SparkTaskProgress:
         self._handler: Any = None
         self._session: Any = None
         self._tag = ""
-        self._scans = SqlScanRows()
+        self._sql = SqlRowCounts()
 
     @property
     def busy_ms(self) -> float:
@@ -233,12 +308,12 @@ class SparkTaskProgress:
             self._handler = None
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(5.0)
-            io = embedded_tagged_io(self._session, self._tag, self._scans) if final_read else None
+            io = embedded_tagged_io(self._session, self._tag, self._sql) if final_read else None
             if io is not None:
                 self.update(io)
 
     def _poll(self, session: Any, tag: str) -> None:
         while not self._stopped.wait(self._interval_s):
-            io = embedded_tagged_io(session, tag, self._scans)
+            io = embedded_tagged_io(session, tag, self._sql)
             if io is not None:
                 self.update(io)

@@ -4,6 +4,7 @@ graph's metrics and the plan its nodes are drawn from, in Flink's shapes on both
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -20,6 +21,7 @@ from flintlock.runtime.jobgraph.job_graph import JobVertex
 from flintlock.runtime.jobgraph.json_plan import plan_description
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
 from flintlock.runtime.metrics.live_task_metrics import LiveTaskMetrics
+from flintlock.runtime.metrics.task_metrics import accumulated_times
 from flintlock.runtime.rest.messages_vertices import aggregated_task_details
 from flintlock.runtime.taskmanager.task_execution_state import IOMetrics, SerializedError
 
@@ -55,17 +57,24 @@ def _finished(index: int, records_out: int) -> ArchivedExecution:
                           bytes_out=10 * records_out))
 
 
+#: the back-pressured and idle ms the two STREAMING subtasks' last live reports accumulated
+WAITED = ((30_000.0, 10_000.0), (60_000.0, 5_000.0))
+
+
 def _live(index: int, records_in_per_second: float) -> ArchivedExecution:
-    """A running STREAMING subtask with a live report."""
+    """A running STREAMING subtask with a live report (RUNNING for 99,950 ms)."""
     attempt = _attempt(WIN, index)
+    back_pressured, idle = WAITED[index]
     live = LiveTaskMetrics(attempt, NOW - 500, records_in=50, records_out=25, bytes_in=1000,
                            bytes_out=250, busy_ms_per_second=600.0,
                            back_pressured_ms_per_second=300.0, idle_ms_per_second=100.0,
                            records_in_per_second=records_in_per_second,
-                           records_out_per_second=records_in_per_second / 2)
+                           records_out_per_second=records_in_per_second / 2,
+                           accumulated_back_pressured_ms=back_pressured, accumulated_idle_ms=idle)
     return ArchivedExecution(attempt, ExecutionState.RUNNING, f"tm-{index + 1}",
                              {"CREATED": T0, "DEPLOYING": T0 + 40, "RUNNING": T0 + 50},
-                             live=live)
+                             live=live, accumulated_back_pressured_ms=back_pressured,
+                             accumulated_idle_ms=idle)
 
 
 def _graph() -> ArchivedExecutionGraph:
@@ -226,6 +235,44 @@ def test_vertex_details_are_aggregated_as_flink_aggregates_them(job, prefix):
     assert aggregated["status-duration"]["SCHEDULED"]["max"] == 10
     assert aggregated["status-duration"]["RUNNING"]["avg"] == 100
     assert aggregated["status-duration"]["INITIALIZING"] == dict.fromkeys(STATS, 0)
+
+
+@PREFIXES
+def test_accumulated_times_split_the_time_running_as_the_live_reports_did(job, prefix):
+    """Flink's ``accumulated-backpressured-time`` / ``-idle-time`` of a STREAMING subtask are
+    what it accumulated; busy is the rest of its time RUNNING; a vertex sums its subtasks."""
+    running = NOW - (T0 + 50)
+    first, second = _get(job, f"{prefix}/jobs/{JOB}/vertices/{WIN}")["subtasks"]
+    assert (first["metrics"]["accumulated-backpressured-time"],
+            first["metrics"]["accumulated-idle-time"],
+            first["metrics"]["accumulated-busy-time"]) == (30_000, 10_000, running - 40_000)
+    assert second["metrics"]["accumulated-backpressured-time"] == 60_000
+    (vertex,) = [v for v in _get(job, f"{prefix}/jobs/{JOB}")["vertices"] if v["id"] == str(WIN)]
+    assert (vertex["metrics"]["accumulated-backpressured-time"],
+            vertex["metrics"]["accumulated-idle-time"],
+            vertex["metrics"]["accumulated-busy-time"]) == (90_000, 15_000, 2 * running - 105_000)
+    # a finished BATCH vertex is busy for its subtasks' time RUNNING (100 ms each)
+    (source,) = [v for v in _get(job, f"{prefix}/jobs/{JOB}")["vertices"] if v["id"] == str(SRC)]
+    assert (source["metrics"]["accumulated-busy-time"],
+            source["metrics"]["accumulated-idle-time"]) == (200, 0)
+    values = {m["id"]: float(m["value"]) for m in _get(
+        job, f"{prefix}/jobs/{JOB}/vertices/{WIN}/metrics",
+        get="1.accumulateBackPressuredTimeMs,1.accumulateIdleTimeMs,1.accumulateBusyTimeMs")}
+    assert values == {"1.accumulateBackPressuredTimeMs": 60_000.0,
+                      "1.accumulateIdleTimeMs": 5_000.0,
+                      "1.accumulateBusyTimeMs": running - 65_000.0}
+
+
+def test_accumulated_times_are_kept_after_the_attempt_ended_and_never_exceed_its_run():
+    cancelled = ArchivedExecution(
+        _attempt(WIN, 0), ExecutionState.CANCELED, "tm-1",
+        {"CREATED": T0, "RUNNING": T0 + 50, "CANCELING": T0 + 1050, "CANCELED": T0 + 1100},
+        accumulated_back_pressured_ms=700.0, accumulated_idle_ms=200.0)
+    assert accumulated_times(cancelled, NOW) == (100.0, 700.0, 200.0)  # 1,000 ms RUNNING
+    # a report slightly ahead of the JobMaster's clock: back pressure first, then idleness
+    ahead = dataclasses.replace(cancelled, accumulated_back_pressured_ms=900.0,
+                                accumulated_idle_ms=400.0)
+    assert accumulated_times(ahead, NOW) == (0.0, 900.0, 100.0)
 
 
 def test_aggregated_statistics_follow_flinks_long_arithmetic():

@@ -196,7 +196,9 @@ def test_a_cancelled_attempt_keeps_what_its_task_reported_at_the_end() -> None:
     TaskExecutionState.ioMetrics): the archived attempt shows the final counts, not the last
     live report, and a vertex sums them."""
     d, attempt, execution = _one_running_attempt()
-    execution.live_metrics = LiveTaskMetrics(attempt, 0, records_in=1200, bytes_in=9000)
+    execution.live_metrics = LiveTaskMetrics(attempt, 0, records_in=1200, bytes_in=9000,
+                                             accumulated_back_pressured_ms=40.0,
+                                             accumulated_idle_ms=25.0)
     assert execution.archive().metrics == IOMetrics(1200, 0, 9000, 0)
     d.handle(CancelJob())
     d.report(attempt, ExecutionState.CANCELED, metrics=IOMetrics(2000, 1500, 16_000, 12_000))
@@ -204,6 +206,9 @@ def test_a_cancelled_attempt_keeps_what_its_task_reported_at_the_end() -> None:
     (vertex,) = d.graph.archive().vertices
     assert vertex.subtasks[0].state is ExecutionState.CANCELED
     assert vertex.subtasks[0].metrics == IOMetrics(2000, 1500, 16_000, 12_000)
+    # the waiting times of the last live report stay with the ended attempt
+    assert (vertex.subtasks[0].accumulated_back_pressured_ms,
+            vertex.subtasks[0].accumulated_idle_ms) == (40.0, 25.0)
     assert vertex.metrics() == IOMetrics(2000, 1500, 16_000, 12_000)
 
 

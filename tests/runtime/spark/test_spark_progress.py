@@ -120,47 +120,97 @@ def test_sql_sum_metrics_parse_as_spark_formats_them() -> None:
 
 
 class _Scala:
-    """Py4J stand-ins for the Scala collections and SQL status store objects SqlScanRows reads."""
+    """Py4J stand-ins for the Scala collections and SQL status store objects SqlRowCounts reads."""
 
     def __init__(self, **fields: Any) -> None:
         self.__dict__.update(fields)
 
 
-def _sql_store(executions: dict[int, list[int]], nodes: dict[int, list[tuple[str, int]]],
+Graph = tuple[list[tuple[int, str, int | None]], list[tuple[int, int]]]
+
+
+def _sql_store(executions: dict[int, list[int]], graphs: dict[int, Graph],
                values: dict[int, str], calls: list[str]) -> Any:
+    """``graphs``: execution id -> (nodes as (id, name, output-rows accumulator), edges)."""
     def executions_list(start: int, length: int) -> list[Any]:
         calls.append("executionsList")
         return [_Scala(executionId=lambda e=e: e, jobs=lambda j=j: _Scala(keySet=lambda j=j: j))
                 for e, j in list(executions.items())[start:start + length]]
 
+    def node(node_id: int, name: str, acc: int | None) -> Any:
+        metrics = [_Scala(name=lambda: "number of files read", accumulatorId=lambda: 999)]
+        if acc is not None:
+            metrics.append(_Scala(name=lambda: "number of output rows", accumulatorId=lambda: acc))
+        return _Scala(id=lambda: node_id, name=lambda: name, metrics=lambda: metrics)
+
     def plan_graph(eid: int) -> Any:
         calls.append(f"planGraph {eid}")
-        return _Scala(allNodes=lambda: [
-            _Scala(name=lambda n=name: n, metrics=lambda a=acc: [
-                _Scala(name=lambda: "number of output rows", accumulatorId=lambda a=a: a),
-                _Scala(name=lambda: "number of files read", accumulatorId=lambda a=a: a + 1000)])
-            for name, acc in nodes[eid]])
+        nodes, edges = graphs[eid]
+        return _Scala(allNodes=lambda: [node(*n) for n in nodes],
+                      edges=lambda: [_Scala(fromId=lambda f=f: f, toId=lambda t=t: t)
+                                     for f, t in edges])
 
     return _Scala(executionsCount=lambda: len(executions), executionsList=executions_list,
                   planGraph=plan_graph, executionMetrics=lambda eid: values)
 
 
-def test_sql_scan_rows_sum_the_scans_of_the_jobs_executions_and_look_them_up_once() -> None:
-    jvm = _Scala(scala=_Scala(jdk=_Scala(javaapi=_Scala(
-        CollectionConverters=_Scala(asJava=lambda x: x)))))
+_JVM = _Scala(scala=_Scala(jdk=_Scala(javaapi=_Scala(
+    CollectionConverters=_Scala(asJava=lambda x: x)))))
+#: a file write of a Python function's output over a Parquet scan, as Spark 4 plans it
+_WRITE: Graph = ([(0, "Execute InsertIntoHadoopFsRelationCommand", 10), (1, "WriteFiles", None),
+                  (2, "MapInArrow", 11), (3, "WholeStageCodegen (1)", None),
+                  (4, "ColumnarToRow", 12), (5, "Scan parquet ", 1)],
+                 [(1, 0), (2, 1), (4, 2), (5, 4)])
+
+
+def test_sql_row_counts_sum_the_jobs_executions_and_look_each_up_once() -> None:
     calls: list[str] = []
-    values = {1: "1,000", 2: "250", 3: "99,999"}
+    values = {1: "1,000", 2: "250", 3: "99,999", 11: "700"}
     store = _sql_store({0: [0], 1: [1, 2], 2: [3]},
-                       {1: [("Scan parquet ", 1), ("ArrowEvalPython", 3)],
-                        2: [("Scan csv ", 2)]}, values, calls)
-    scans = spark_progress.SqlScanRows()
-    # jobs 1 and 2 run execution 1, job 3 execution 2: both scans, not the Python node's rows
-    assert scans.rows(store, jvm, [1, 2, 3]) == 1250
-    values[1] = "4,096"
-    assert scans.rows(store, jvm, [1, 2, 3]) == 4346
-    assert calls == ["executionsList", "planGraph 1", "planGraph 2"]
-    assert scans.rows(store, jvm, [1]) == 4096  # only the execution of the given jobs
+                       {1: _WRITE, 2: ([(0, "Scan csv ", 2), (1, "ArrowEvalPython", 3)],
+                                       [(0, 1)])}, values, calls)
+    sql = spark_progress.SqlRowCounts()
+    # jobs 1 and 2 run execution 1, job 3 execution 2: the scans' rows, and the rows flowing
+    # into the write (the Python node's, not the scan's under it, nor the uncommitted write's)
+    assert sql.counts(store, _JVM, [1, 2, 3]) == (1250, 700)
+    values[1], values[11] = "4,096", "2,048"
+    assert sql.counts(store, _JVM, [1, 2, 3]) == (4346, 2048)
+    assert calls.count("executionsList") == 1
+    assert sql.counts(store, _JVM, [1]) == (4096, 2048)  # only the execution of the given jobs
     # a job of no SQL execution is searched for once
-    assert scans.rows(store, jvm, [1, 7]) == 4096
-    assert scans.rows(store, jvm, [1, 7]) == 4096
+    assert sql.counts(store, _JVM, [1, 7]) == (4096, 2048)
+    assert sql.counts(store, _JVM, [1, 7]) == (4096, 2048)
     assert calls.count("executionsList") == 2
+
+
+def test_sql_row_counts_follow_a_re_planned_execution() -> None:
+    """Adaptive query execution replaces an execution's plan graph, with new metrics."""
+    calls: list[str] = []
+    values = {1: "10", 11: "5", 21: "9"}
+    graphs = {0: _WRITE}
+    store = _sql_store({0: [0]}, graphs, values, calls)
+    sql = spark_progress.SqlRowCounts()
+    assert sql.counts(store, _JVM, [0]) == (10, 5)
+    graphs[0] = ([(0, "Execute InsertIntoHadoopFsRelationCommand", 10), (1, "WriteFiles", None),
+                  (6, "AdaptiveSparkPlan", None), (7, "HashAggregate", 21),
+                  (8, "ShuffleQueryStage", None), (9, "Exchange", 22), (5, "Scan parquet ", 1)],
+                 [(1, 0), (6, 1), (7, 6), (8, 7), (9, 8), (5, 9)])
+    assert sql.counts(store, _JVM, [0]) == (10, 9)
+
+
+def _nodes(*spec: tuple[int, str, int | None]) -> list[spark_progress.PlanNode]:
+    return [spark_progress.PlanNode(*s) for s in spec]
+
+
+def test_row_metric_ids_stop_at_nodes_that_change_the_row_count_unseen() -> None:
+    # a union under the write: no single node counts what is written
+    union = _nodes((0, "AppendData", None), (1, "Union", None), (2, "Scan parquet ", 5),
+                   (3, "Scan csv ", 6))
+    assert spark_progress.row_metric_ids(union, [(1, 0), (2, 1), (3, 1)]) == ([5, 6], [])
+    # a collect (no write command) writes nothing the live count could see
+    collect = _nodes((0, "HashAggregate", 7), (1, "Scan parquet ", 5))
+    assert spark_progress.row_metric_ids(collect, [(1, 0)]) == ([5], [])
+    # a V1 data source save counts its input's rows
+    save = _nodes((0, "Execute SaveIntoDataSourceCommand", None), (1, "Project", None),
+                  (2, "Filter", 8), (3, "Scan parquet ", 5))
+    assert spark_progress.row_metric_ids(save, [(1, 0), (2, 1), (3, 2)]) == ([5], [8])
