@@ -16,9 +16,12 @@ so the names carry no ``_total`` suffix). Label sets are bounded: no attempt ids
   ``..._Status_Shuffle_*`` (Flink's status metrics, ``taskexecutor.process_status``),
   ``flink_taskmanager_Status_Python_*``,
   ``flink_taskmanager_taskSlotsTotal``, ``..._taskSlotsAvailable``, ``..._numRunningTasks``, and
-  per subtask ``flink_taskmanager_job_task_<metric>`` for ``numRecordsIn``, ``numRecordsOut``,
-  ``numBytesIn``, ``numBytesOut``, ``busyTimeMsPerSecond``, ``accumulateBusyTimeMs`` with labels
-  ``job_id``, ``job_name``, ``task_id``, ``task_name``, ``subtask_index``, ``tm_id``.
+  per subtask ``flink_taskmanager_job_task_<metric>`` for Flink's task metrics
+  (``task_metrics.TASK_METRICS``: ``numRecordsIn``, ``numRecordsOut``, ``numBytesIn``,
+  ``numBytesOut``, ``busyTimeMsPerSecond``, ``accumulateBusyTimeMs``, ...; live while the
+  subtask runs, from the TaskExecutor's live reports) and, while a live report is there,
+  ``currentInputWatermark`` / ``currentOutputWatermark``, with labels ``job_id``, ``job_name``,
+  ``task_id``, ``task_name``, ``subtask_index``, ``tm_id``.
 
 The HTTP server runs in the process's event loop (uvicorn, like the REST server); each scrape
 awaits the process's metric sources (a TaskExecutor's ``request_metrics``, the Dispatcher's
@@ -46,7 +49,7 @@ from flintlock.runtime.jobgraph.types import JobStatus
 from flintlock.runtime.metrics.job_manager_metrics import job_manager_metric_values
 from flintlock.runtime.metrics.process import ProcessStats, process_metric_values, process_stats
 from flintlock.runtime.metrics.task_manager_metrics import TaskManagerMetricsSnapshot
-from flintlock.runtime.metrics.task_metrics import TASK_METRICS
+from flintlock.runtime.metrics.task_metrics import LIVE_TASK_METRICS, TASK_METRICS
 from flintlock.runtime.taskexecutor.gateway import TaskExecutorGateway
 
 __all__ = [
@@ -114,7 +117,7 @@ def task_manager_families(snapshots: Sequence[TaskManagerMetricsSnapshot]) -> li
            for name in ("taskSlotsTotal", "taskSlotsAvailable", "numRunningTasks")}
     tasks = {name: GaugeMetricFamily(prometheus_name("taskmanager", "job", "task", name), name,
                                      labels=_TASK_LABELS)
-             for name in TASK_METRICS}
+             for name in (*TASK_METRICS, *LIVE_TASK_METRICS)}
     for snap in snapshots:
         tm = snap.resource_id
         for name, value in {**snap.status, **process_metric_values(snap.process)}.items():

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from flintlock.runtime.deployment import TaskDeploymentDescriptor
 from flintlock.runtime.ids import ExecutionAttemptID, JobID
 from flintlock.runtime.jobgraph.types import ExecutionState
+from flintlock.runtime.metrics.live_task_metrics import LiveTaskMetrics
 from flintlock.runtime.metrics.process import ProcessStats, process_metric_values
 from flintlock.runtime.metrics.task_metrics import attempt_metrics
 from flintlock.runtime.taskmanager.task_execution_state import IOMetrics
@@ -43,9 +44,10 @@ class TaskMetricSample:
         task_id, task_name: the JobVertex id (32 hex) and name (chained operator names).
         subtask_index, attempt_number: which subtask and attempt.
         state: the attempt's last known state.
-        io: its I/O metrics (set when it FINISHED).
+        io: its I/O metrics (what it processed, once it ended).
         running_since_ms: epoch ms it entered RUNNING (0: never).
         ended_ms: epoch ms it left RUNNING for good (CANCELING or terminal; 0: not yet).
+        live: its newest live report while RUNNING (``live_task_metrics``: counts so far, rates).
     """
 
     job_id: str
@@ -58,13 +60,16 @@ class TaskMetricSample:
     io: IOMetrics = IOMetrics()
     running_since_ms: int = 0
     ended_ms: int = 0
+    live: LiveTaskMetrics | None = None
 
     def metrics(self, now_ms: int) -> dict[str, float]:
-        """Flink's task metric name -> value (``task_metrics.TASK_METRICS``)."""
+        """Flink's task metric name -> value (``task_metrics.TASK_METRICS``, and
+        ``LIVE_TASK_METRICS`` while a live report is there)."""
         timestamps = {"RUNNING": self.running_since_ms}
         if self.ended_ms:  # set with CANCELING or a terminal state
             timestamps[self.state.name] = self.ended_ms
-        return attempt_metrics(self.io, self.state, timestamps, now_ms)
+        live = self.live if self.state is ExecutionState.RUNNING else None
+        return attempt_metrics(self.io, self.state, timestamps, now_ms, live)
 
 
 @dataclass(frozen=True)
@@ -138,7 +143,20 @@ class TaskMetricStore:
             changes["ended_ms"] = now_ms
         if io is not None:
             changes["io"] = io
+        elif state.is_terminal() and sample.live is not None:  # what it last reported
+            live = sample.live
+            changes["io"] = IOMetrics(live.records_in, live.records_out, live.bytes_in,
+                                      live.bytes_out)
         self._samples[key] = replace(sample, **changes)  # type: ignore[arg-type]
+
+    def live_metrics_reported(self, job_id: JobID, live: LiveTaskMetrics) -> None:
+        """Keep a running attempt's newest live report (``LiveMetricsPusher``); reports of
+        unknown, older or no longer running attempts are ignored."""
+        key = self._key(job_id, live.attempt_id)
+        sample = self._samples.get(key)
+        if (sample is not None and sample.attempt_number == live.attempt_id.attempt_number
+                and sample.state is ExecutionState.RUNNING):
+            self._samples[key] = replace(sample, live=live)
 
     def samples(self) -> tuple[TaskMetricSample, ...]:
         return tuple(self._samples.values())

@@ -104,7 +104,9 @@ def create_app(
         job_manager_logs=job_manager_logs,
         jars=JarStore(configuration.get(WEB_UPLOAD_DIR)),
     )
-    routers = (cluster.router, jobs.router, submit.router, metrics.router, vertices.router,
+    # metrics first: its /jobs/metrics and /taskmanagers/metrics come before /jobs/{jobid} and
+    # /taskmanagers/{taskmanagerid}
+    routers = (metrics.router, cluster.router, jobs.router, submit.router, vertices.router,
                streaming.router, checkpoints.router, savepoints.router, taskmanagers.router,
                jobmanager.router, jars.router)
     for router in routers:

@@ -25,6 +25,7 @@ from flintlock.runtime.rest.jar_store import JarStore
 from flintlock.runtime.rpc.exceptions import RemoteError
 
 __all__ = [
+    "TM_ID",
     "Obs",
     "ObservabilityContext",
     "not_found_errors",
@@ -32,7 +33,8 @@ __all__ = [
     "parse_task_manager_id",
 ]
 
-_TM_ID = re.compile(r"^[A-Za-z0-9._:@\[\]-]{1,256}$")
+#: what a TaskManager id (ResourceID text) may be
+TM_ID = re.compile(r"^[A-Za-z0-9._:@\[\]-]{1,256}$")
 _NOT_FOUND = ("UnknownTaskExecutorException", "LogFileNotFoundException")
 
 
@@ -59,7 +61,7 @@ Obs = Annotated[ObservabilityContext, Depends(observability_context)]
 
 def parse_task_manager_id(text: str) -> ResourceID:
     """A TaskManager id from a path; 400 when it is not one."""
-    if not _TM_ID.match(text):
+    if not TM_ID.match(text):
         raise RestHandlerException(
             400, f"Bad request, could not parse path parameter taskmanagerid: {text[:80]!r} is "
                  "not a TaskManager id (see GET /taskmanagers).")

@@ -70,6 +70,12 @@ LOG_FILE: dict[str, Any] = {
 }
 
 _HEX_ID = {"type": "string", "pattern": "^[0-9a-f]{32}$"}
+
+
+def _ids(item: str) -> str:
+    """A comma-separated list of ``item`` (blanks and empty entries allowed around commas)."""
+    return f"^[ \t,]*({item}([ \t]*,[ \t,]*{item})*)?[ \t,]*$"
+
 _RANGE = "[ \t]*[0-9]{1,9}[ \t]*(-[ \t]*[0-9]{1,9}[ \t]*)?"  # one subtask range
 
 
@@ -88,7 +94,7 @@ _PARAMETERS: dict[tuple[str, str], dict[str, Any]] = {
     ("path", "checkpointid"): {"type": "string", "pattern": "^[0-9]{1,18}$"},
     ("path", "subtaskindex"): {"type": "integer", "minimum": 0},
     ("path", "attempt"): {"type": "integer", "minimum": 0},
-    ("path", "taskmanagerid"): {"type": "string", "pattern": observability._TM_ID.pattern},
+    ("path", "taskmanagerid"): {"type": "string", "pattern": observability.TM_ID.pattern},
     ("path", "jarid"): {"type": "string", "pattern": jar_store._ID.pattern},
     ("path", "filename"): {"type": "string", "pattern": log_files._NAME.pattern},
     ("query", "get"): {"type": "string",
@@ -99,6 +105,9 @@ _PARAMETERS: dict[tuple[str, str], dict[str, Any]] = {
     ("query", "count"): {"type": "integer", "minimum": 0, "maximum": 1 << 20},
     ("query", "length"): {"type": "integer", "minimum": 0, "maximum": 1 << 20},
     ("query", "parallelism"): {"type": "integer", "minimum": 1, "maximum": 32768},
+    ("query", "jobs"): {"type": "string", "pattern": _ids("[0-9a-fA-F]{32}")},
+    ("query", "taskmanagers"): {"type": "string",
+                                "pattern": _ids(observability.TM_ID.pattern[1:-1])},
 }
 
 _HTTP_METHODS = frozenset({"get", "put", "post", "delete", "patch", "head", "options"})

@@ -4,8 +4,10 @@
   log) or, when absent (a MiniCluster), a directory of its own: ``env.log.dir`` when set, else a
   temporary directory removed by ``close()``. Tasks find it as ``services["task_logs"]`` and write
   their per-attempt task logs into it.
-- Task metrics: a ``TaskMetricStore`` fed with every deployment and state change; snapshots add
-  the process's ``Status.*`` metrics (``process_status.task_manager_status``).
+- Task metrics: a ``TaskMetricStore`` fed with every deployment, state change and live report;
+  snapshots add the process's ``Status.*`` metrics (``process_status.task_manager_status``).
+- Thread dumps: the process's Python threads, then its embedded Spark server JVM's
+  (``spark.jvm_thread_dump``).
 
 Used only from the TaskExecutor's mailbox (file reads run in a worker thread).
 """
@@ -25,14 +27,20 @@ from flintlock.runtime.metrics.task_manager_metrics import (
     TaskManagerMetricsSnapshot,
     TaskMetricStore,
 )
+from flintlock.runtime.spark.jvm_thread_dump import embedded_jvm_thread_dump
 from flintlock.runtime.taskexecutor.process_status import task_manager_status
 from flintlock.runtime.taskmanager.task_execution_state import TaskExecutionState
+from flintlock.runtime.thread_dump import ThreadInfo, thread_dump
 
 __all__ = ["TaskExecutorLogsAndMetrics"]
 
 
 def _read_process() -> tuple[ProcessStats, dict[str, float]]:
     return process_stats(), task_manager_status()
+
+
+def _threads(max_depth: int) -> tuple[ThreadInfo, ...]:
+    return thread_dump(max_depth) + embedded_jvm_thread_dump(max_depth)
 
 
 class TaskExecutorLogsAndMetrics:
@@ -68,6 +76,11 @@ class TaskExecutorLogsAndMetrics:
 
     async def log(self, name: str | None, start: int, count: int) -> LogChunk:
         return await run_blocking(self.logs.read, name, int(start), int(count))
+
+    async def thread_dump(self, max_depth: int) -> tuple[ThreadInfo, ...]:
+        """The process's Python threads, then its embedded Spark JVM's (read in a worker
+        thread: Py4J calls), each with at most ``max_depth`` frames."""
+        return await run_blocking(_threads, max_depth)
 
     async def snapshot(self, resource_id: str, now_ms: int, slots_total: int,
                        slots_available: int, running_tasks: int) -> TaskManagerMetricsSnapshot:

@@ -72,7 +72,7 @@ from flintlock.runtime.taskexecutor.slot.task_slot_table import TaskSlotTable
 from flintlock.runtime.taskexecutor.task_state_reporter import TaskStateReporter
 from flintlock.runtime.taskmanager.task import Task
 from flintlock.runtime.taskmanager.task_execution_state import TaskExecutionState
-from flintlock.runtime.thread_dump import ThreadInfo, thread_dump
+from flintlock.runtime.thread_dump import ThreadInfo
 
 __all__ = ["TaskExecutor"]
 
@@ -208,7 +208,8 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
         )
         self._live_metrics = LiveMetricsPusher(
             self, configuration.get(TASK_METRICS_REPORT_INTERVAL), self._table.tasks,
-            self._job_gateway, self.resource_id, self.clock.now_ms)
+            self._job_gateway, self.resource_id, self.clock.now_ms,
+            self._observability.task_metrics.live_metrics_reported)
         rpc_service.register(self)
 
     # ---- exposed for MiniCluster / REST / tests --------------------------------------------------
@@ -587,7 +588,7 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
             self._slot_report().free_slots(), self.number_of_running_tasks)
 
     async def request_thread_dump(self, max_depth: int) -> tuple[ThreadInfo, ...]:
-        return thread_dump(max_depth)
+        return await self._observability.thread_dump(max_depth)
 
     # ---- JobMaster connection ------------------------------------------------------------------
 

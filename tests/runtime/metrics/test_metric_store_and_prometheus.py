@@ -22,6 +22,7 @@ from flintlock.runtime.ids import (
     JobVertexID,
 )
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus
+from flintlock.runtime.metrics.live_task_metrics import LiveTaskMetrics
 from flintlock.runtime.metrics.process import process_stats
 from flintlock.runtime.metrics.prometheus import (
     PrometheusReporter,
@@ -92,6 +93,35 @@ def test_store_keeps_the_latest_attempt_per_subtask_bounded():
     # bounded: the subtask deployed longest ago was dropped
     assert [(s.job_id, s.subtask_index) for s in store.samples()] == [
         (str(JOB), 1), (str(other_job), 0)]
+
+
+def test_a_running_subtask_shows_its_live_counts_in_the_task_managers_own_metrics():
+    """The TaskExecutor's live reports (batch: Spark's progress; streaming: the task's counters)
+    reach its own store, so its Prometheus endpoint and /taskmanagers/:id/metrics see counts
+    growing while the subtask runs; a failed attempt keeps what it last reported."""
+    store = TaskMetricStore()
+    attempt = _tdd(0, 0).attempt_id
+    store.task_deployed(_tdd(0, 0))
+    store.live_metrics_reported(JOB, LiveTaskMetrics(attempt, 900, records_in=5))  # not running
+    assert store.samples()[0].live is None
+    store.task_state_changed(JOB, attempt, E.RUNNING, None, 1000)
+    store.live_metrics_reported(JOB, LiveTaskMetrics(
+        attempt, 3000, records_in=40_000, records_out=30_000, bytes_in=320_000,
+        records_in_per_second=20_000.0, busy_ms_per_second=700.0, idle_ms_per_second=300.0,
+        accumulated_idle_ms=600.0))
+    stale = ExecutionAttemptID(attempt.execution_vertex_id, 7, "n7")  # not this store's attempt
+    store.live_metrics_reported(JOB, LiveTaskMetrics(stale, 3000, records_in=1))
+    (sample,) = store.samples()
+    values = sample.metrics(3000)
+    assert (values["numRecordsIn"], values["numRecordsOut"], values["numRecordsInPerSecond"],
+            values["idleTimeMsPerSecond"]) == (40_000, 30_000, 20_000, 300)
+    families = _parse(_render(task_manager_families([TaskManagerMetricsSnapshot(
+        "tm", 3000, process_stats(), 1, 0, 1, store.samples())])))
+    assert families["flink_taskmanager_job_task_numRecordsIn"][0].value == 40_000
+    store.task_state_changed(JOB, attempt, E.FAILED, None, 3500)  # its TaskManager sent no io
+    (failed,) = store.samples()
+    assert failed.io == IOMetrics(40_000, 30_000, 320_000, 0)
+    assert failed.metrics(9999)["busyTimeMsPerSecond"] == 0
 
 
 def _snapshot(now: int = 10_000) -> TaskManagerMetricsSnapshot:
