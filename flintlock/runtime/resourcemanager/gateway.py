@@ -129,9 +129,11 @@ class ResourceManagerGateway(Protocol):
 
     @oneway
     async def notify_slot_available(
-        self, resource_id: ResourceID, slot_id: SlotID, allocation_id: AllocationID
+        self, resource_id: ResourceID, slot_id: SlotID, allocation_id: AllocationID,
+        version: int = 0,
     ) -> None:
-        """A TaskExecutor freed ``slot_id`` (was ``allocation_id``)."""
+        """A TaskExecutor freed ``slot_id`` (was ``allocation_id``); ``version``: its slot
+        table's version without the allocation (``SlotReport.version``)."""
         ...
 
     @oneway

@@ -211,10 +211,12 @@ class ResourceManager(FencedRpcEndpoint):
         return ACK
 
     async def notify_slot_available(
-        self, resource_id: ResourceID, slot_id: SlotID, allocation_id: AllocationID
+        self, resource_id: ResourceID, slot_id: SlotID, allocation_id: AllocationID,
+        version: int = 0,
     ) -> None:
         if resource_id in self._task_executors:
-            self.slot_manager.handle(SlotFreed(slot_id, allocation_id, f"freed {slot_id}"))
+            self.slot_manager.handle(SlotFreed(slot_id, allocation_id, f"freed {slot_id}",
+                                               version))
 
     async def heartbeat_from_task_manager(self, resource_id: ResourceID, slot_report: SlotReport) -> None:
         worker = self._task_executors.get(resource_id)

@@ -43,9 +43,13 @@ class SlotStatus:
 
 @dataclass(frozen=True)
 class SlotReport:
-    """All slots of a TaskExecutor and what they are allocated to (Flink ``SlotReport``)."""
+    """All slots of a TaskExecutor and what they are allocated to (Flink ``SlotReport``), as of
+    ``version``: the TaskExecutor's count of slot allocation changes, which ``request_slot``
+    also answers with. A report that arrives after a newer ``request_slot`` answer (it was
+    built before the allocation, and overtaken) is recognised by its lower version."""
 
     slots: tuple[SlotStatus, ...]
+    version: int = 0
 
     def free_slots(self) -> int:
         return sum(1 for s in self.slots if s.allocation_id is None)
@@ -66,8 +70,9 @@ class TaskExecutorGateway(Protocol):
         job_id: JobID,
         allocation_id: AllocationID,
         job_master_address: str,
-    ) -> Acknowledge:
-        """Allocate ``slot_id`` for ``job_id`` (ResourceManager -> TaskExecutor).
+    ) -> int:
+        """Allocate ``slot_id`` for ``job_id`` (ResourceManager -> TaskExecutor); returns the
+        slot table's version with the allocation in it (``SlotReport.version``).
 
         The TaskExecutor marks the slot ALLOCATED, connects to the JobMaster at
         ``job_master_address`` and offers it. Idempotent for the same allocation id.

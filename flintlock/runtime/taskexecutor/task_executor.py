@@ -377,13 +377,14 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
         rm = self._rm_connection.established
         if rm is not None and not self._stopping:
             self.run_async(rm.gateway.notify_slot_available(
-                self.resource_id, SlotID(self.resource_id, index), allocation_id))
+                self.resource_id, SlotID(self.resource_id, index), allocation_id,
+                self._table.version))
 
     # ---- slots ---------------------------------------------------------------------------------
 
     async def request_slot(
         self, slot_id: SlotID, job_id: JobID, allocation_id: AllocationID, job_master_address: str
-    ) -> Acknowledge:
+    ) -> int:
         if slot_id.resource_id != self.resource_id:
             raise SlotAllocationException(f"slot {slot_id} does not belong to {self.resource_id}")
         if self._stopping:
@@ -400,7 +401,7 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
             self._connect_to_job_master(job_id, job_master_address)
         elif job.gateway is not None:
             self._offer_slots(job)
-        return ACK
+        return self._table.version
 
     def _connect_to_job_master(self, job_id: JobID, address: str) -> None:
         self._job_generation += 1

@@ -30,7 +30,6 @@ from flintlock.runtime.rpc.endpoint import FencedRpcEndpoint
 from flintlock.runtime.rpc.exceptions import FencingTokenMismatch
 from flintlock.runtime.rpc.fault_injection import FaultInjectingRpcService
 from flintlock.runtime.rpc.grpc_service import GrpcRpcService
-from flintlock.runtime.rpc.messages import ACK
 from flintlock.runtime.rpc.service import InProcRpcService, oneway
 from flintlock.runtime.taskexecutor.gateway import TaskExecutorGateway
 from flintlock.runtime.taskexecutor.slot.task_slot_table import TaskSlotState
@@ -144,7 +143,7 @@ def test_a_task_executor_rejects_the_calls_of_a_deposed_leader() -> None:
         try:
             job = JobID.generate()
             assert await old.request_slot(SlotID(te.resource_id, 0), job, AllocationID.generate(),
-                                          jm.address) == ACK
+                                          jm.address) == 1  # the slot table's version
             await wait_until(lambda: te.slot_table.slot(0).state is TaskSlotState.ACTIVE,
                              describe=te.debug_state)
             with pytest.raises(FencingTokenMismatch, match="rejected request_slot"):
@@ -162,7 +161,7 @@ def test_a_task_executor_rejects_the_calls_of_a_deposed_leader() -> None:
                     await call
             assert te.slot_table.slot(1).job_id is None and te.number_of_running_tasks == 0
             assert await new.request_slot(SlotID(te.resource_id, 1), job, AllocationID.generate(),
-                                          jm.address) == ACK
+                                          jm.address) == te.slot_table.version
             assert te.slot_table.slot(1).job_id == job
             assert (await old.request_metrics()).resource_id == "te"  # an unfenced query
         finally:

@@ -113,6 +113,46 @@ def test_slot_report_reconciles_free_and_allocated_slots(tracker: SlotTracker) -
     assert _states(tracker) == {f"{TE1}_0": "ALLOCATED", f"{TE1}_1": "FREE", f"{TE1}_2": "FREE"}
 
 
+def _report(version: int, *allocations: tuple[AllocationID, JobID] | None) -> SlotReport:
+    return SlotReport(tuple(SlotStatus(SlotID(TE1, i), *(a or (None, None)))
+                            for i, a in enumerate(allocations)), version)
+
+
+def test_a_report_overtaken_by_the_request_answer_frees_nothing(tracker: SlotTracker) -> None:
+    """The TaskExecutor built a heartbeat's slot report (version 4, slot free), then allocated
+    the slot (version 5) and answered; the answer arrived first. The report must not free the
+    slot: the job would be offered a slot that is not free and the request retried until the
+    next report (Flink keeps such allocations pending against reports)."""
+    tracker.handle(TaskExecutorAdded(TE1, 0))
+    tracker.handle(SlotReportReceived(TE1, _report(3, None, None)))
+    [cmd] = tracker.handle(RequirementsDeclared(JOB, JM, 1))
+    tracker.handle(SlotRequestAcknowledged(cmd.slot_id, cmd.allocation_id, version=5))
+    assert tracker.handle(SlotReportReceived(TE1, _report(4, None, None))) == []
+    assert _states(tracker) == {f"{TE1}_0": "ALLOCATED", f"{TE1}_1": "FREE"}
+    assert "ignored a report of version 4 < 5" in tracker.story(cmd.slot_id)
+    # a newer report that still shows it free: it was freed (the notification got lost)
+    [again] = tracker.handle(SlotReportReceived(TE1, _report(6, None, None)))
+    assert again.allocation_id != cmd.allocation_id and tracker.missing_slots(JOB) == 0
+
+
+def test_a_report_older_than_a_free_does_not_bring_the_allocation_back(tracker: SlotTracker) -> None:
+    tracker.handle(TaskExecutorAdded(TE1, 0))
+    tracker.handle(SlotReportReceived(TE1, _report(0, None)))
+    [cmd] = tracker.handle(RequirementsDeclared(JOB, JM, 1))
+    tracker.handle(SlotRequestAcknowledged(cmd.slot_id, cmd.allocation_id, version=1))
+    tracker.handle(JobRequirementsRemoved(JOB))
+    tracker.handle(SlotFreed(cmd.slot_id, cmd.allocation_id, version=2))
+    # a report built while the slot was still allocated (version 1) arrives after the free
+    tracker.handle(SlotReportReceived(TE1, _report(1, (cmd.allocation_id, JOB))))
+    assert _states(tracker) == {f"{TE1}_0": "FREE"}
+    # reports at or after the known version still reconcile (an allocation made elsewhere)
+    other, alloc = JobID.generate(), AllocationID.generate()
+    tracker.handle(SlotReportReceived(TE1, _report(3, (alloc, other))))
+    slot = tracker.slot(SlotID(TE1, 0))
+    assert slot is not None and (slot.state, slot.job_id, slot.version) == (
+        SlotState.ALLOCATED, other, 3)
+
+
 def test_removed_task_executor_loses_its_slots_and_requirement_moves_elsewhere(
         tracker: SlotTracker) -> None:
     tracker.handle(TaskExecutorAdded(TE1, 1))

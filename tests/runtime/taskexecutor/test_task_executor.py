@@ -79,8 +79,9 @@ class Env:
 
     async def active_slot(self, job_id: JobID, index: int = 0) -> AllocationID:
         allocation = AllocationID.generate()
-        assert await self.gw.request_slot(SlotID(self.te.resource_id, index), job_id, allocation,
-                                          self.jm.address) == ACK
+        version = await self.gw.request_slot(SlotID(self.te.resource_id, index), job_id,
+                                             allocation, self.jm.address)
+        assert version == self.te.slot_table.version > 0  # the answer names the table version
         await wait_until(
             lambda: self.te.slot_table.slot(index).state is TaskSlotState.ACTIVE,
             describe=self.describe,
@@ -173,9 +174,11 @@ def test_request_slot_offers_it_and_accepted_slot_becomes_active() -> None:
         assert reg.args == (ResourceID("te-1"), env.te.address)
         [offer] = env.jm.calls_to("offer_slots")
         assert offer.args[1] == (SlotOffer(allocation, 1),)
-        # idempotent for the same allocation; another allocation of a taken slot fails
+        # idempotent for the same allocation (same version); another allocation of a taken slot
+        # fails
+        version = env.te.slot_table.version
         assert await env.gw.request_slot(SlotID(env.te.resource_id, 1), job, allocation,
-                                         env.jm.address) == ACK
+                                         env.jm.address) == version
         with pytest.raises(SlotAllocationException):
             await env.gw.request_slot(SlotID(env.te.resource_id, 1), job,
                                       AllocationID.generate(), env.jm.address)
@@ -192,7 +195,8 @@ def test_rejected_offer_frees_the_slot_and_tells_the_resource_manager() -> None:
         await env.gw.request_slot(SlotID(env.te.resource_id, 0), JobID.generate(), allocation,
                                   env.jm.address)
         [call] = await env.rm.wait_for_call("notify_slot_available")
-        assert call.args == (ResourceID("te-1"), SlotID(ResourceID("te-1"), 0), allocation)
+        # the slot table's version after allocating (1) and freeing (2)
+        assert call.args == (ResourceID("te-1"), SlotID(ResourceID("te-1"), 0), allocation, 2)
         assert env.te.slot_table.slot(0).state is TaskSlotState.FREE
         # no slots and no partitions left: the job connection is closed
         await env.jm.wait_for_call("disconnect_task_manager")

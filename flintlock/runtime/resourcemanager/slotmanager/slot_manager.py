@@ -79,13 +79,15 @@ class SlotManager:
         self._endpoint.run_async(
             gateway.request_slot(command.slot_id, command.job_id, command.allocation_id,
                                  command.job_master_address, timeout=self._rpc_timeout_s),
-            lambda _result, error: self._on_request_done(command, error),
+            lambda result, error: self._on_request_done(command, result, error),
         )
 
-    def _on_request_done(self, command: AllocateSlot, error: BaseException | None) -> None:
+    def _on_request_done(self, command: AllocateSlot, result: Any,
+                         error: BaseException | None) -> None:
         if error is None:
+            version = result if isinstance(result, int) and not isinstance(result, bool) else 0
             self.handle(SlotRequestAcknowledged(command.slot_id, command.allocation_id,
-                                                command.cause_id))
+                                                command.cause_id, version))
         else:
             self._request_failed(command, f"{type(error).__name__}: {error}")
 

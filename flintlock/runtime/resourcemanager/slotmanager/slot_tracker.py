@@ -123,7 +123,11 @@ class _SlotAllocationEvent(SlotTrackerEvent):
 
 @dataclass(frozen=True)
 class SlotRequestAcknowledged(_SlotAllocationEvent):
+    """The TaskExecutor allocated the slot; ``version``: its slot table's version with the
+    allocation in it (``SlotReport.version``; 0: unknown)."""
+
     cause_id: str = ""
+    version: int = 0
 
 
 @dataclass(frozen=True)
@@ -136,9 +140,11 @@ class SlotRequestFailed(_SlotAllocationEvent):
 
 @dataclass(frozen=True)
 class SlotFreed(_SlotAllocationEvent):
-    """The TaskExecutor freed the slot (``notify_slot_available``); no re-check now."""
+    """The TaskExecutor freed the slot (``notify_slot_available``; ``version``: its slot
+    table's version without the allocation, 0: unknown); no re-check now."""
 
     cause_id: str = ""
+    version: int = 0
 
 
 @dataclass(frozen=True)
@@ -173,6 +179,9 @@ class TaskManagerSlot:
     state: SlotState = SlotState.FREE
     job_id: JobID | None = None
     allocation_id: AllocationID | None = None
+    #: the TaskExecutor's slot table version that holds the current allocation (from the
+    #: request's answer or the report that showed it); older reports do not change the slot
+    version: int = 0
     #: bounded history of this slot's transitions
     story: deque[str] = field(default_factory=lambda: deque(maxlen=_STORY_LENGTH))
 
@@ -288,7 +297,13 @@ class SlotTracker:
                 slot.story.append(f"reported FREE cause={event.cause_id}")
                 slots[status.slot_id.slot_number] = slot
                 self._mark_free(slot)
+            if event.slot_report.version < slot.version:
+                slot.story.append(f"ignored a report of version {event.slot_report.version} "
+                                  f"< {slot.version} cause={event.cause_id}")
+                continue  # built before the allocation we know of, and overtaken by its answer
             self._reconcile(slot, status.allocation_id, status.job_id, event.cause_id)
+            if slot.state is SlotState.ALLOCATED:
+                slot.version = max(slot.version, event.slot_report.version)
         return self._check_requirements(event.cause_id)
 
     @_handle.register
@@ -310,7 +325,8 @@ class SlotTracker:
         slot = self._slot_of(event)
         if slot is not None and slot.state is SlotState.PENDING:
             self._transition(slot, SlotState.ALLOCATED, slot.job_id, slot.allocation_id,
-                             f"acknowledged cause={event.cause_id}")
+                             f"acknowledged version={event.version} cause={event.cause_id}")
+            slot.version = event.version
         return []
 
     @_handle.register
@@ -325,7 +341,9 @@ class SlotTracker:
     def _(self, event: SlotFreed) -> list[AllocateSlot]:
         slot = self._slot_of(event)
         if slot is not None and slot.state is not SlotState.FREE:
-            self._transition(slot, SlotState.FREE, None, None, f"freed cause={event.cause_id}")
+            self._transition(slot, SlotState.FREE, None, None,
+                             f"freed version={event.version} cause={event.cause_id}")
+            slot.version = max(slot.version, event.version)
         return []  # the shell re-checks after a short delay (a slot freed right after its
         # allocation, e.g. its JobMaster is unreachable, must not loop at full speed)
 

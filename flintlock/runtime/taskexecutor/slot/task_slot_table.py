@@ -84,6 +84,8 @@ class TaskSlotTable:
         self._slots = [TaskSlot(i) for i in range(number_of_slots)]
         self._by_allocation: dict[AllocationID, TaskSlot] = {}
         self._task_slots: dict[ExecutionAttemptID, TaskSlot] = {}
+        #: bumped whenever a slot's allocation changes (``SlotReport.version``)
+        self.version = 0
 
     # ---- queries -------------------------------------------------------------------------------
 
@@ -128,10 +130,11 @@ class TaskSlotTable:
         return sum(1 for s in self._slots if s.state is TaskSlotState.FREE)
 
     def create_slot_report(self, resource_id: ResourceID) -> SlotReport:
-        """Every slot, free or with its allocation (RELEASING slots still count as allocated)."""
+        """Every slot, free or with its allocation (RELEASING slots still count as allocated),
+        as of ``version``."""
         return SlotReport(tuple(
             SlotStatus(SlotID(resource_id, s.index), s.allocation_id, s.job_id) for s in self._slots
-        ))
+        ), self.version)
 
     def story(self, index: int) -> str:
         return "\n".join(self._slots[index].story)
@@ -256,6 +259,8 @@ class TaskSlotTable:
             raise IllegalStateTransition(f"TaskSlot {slot.index}", slot.state, target,
                                          "\n".join(slot.story))
         if owner is not None:
+            if owner[1] != slot.allocation_id:
+                self.version += 1
             slot.job_id, slot.allocation_id = owner
         slot.story.append(f"{slot.state.value} -> {target.value} job={slot.job_id} "
                           f"allocation={slot.allocation_id} ({why})")
