@@ -94,6 +94,9 @@ class FileSource:
     options: dict[str, str] = field(default_factory=dict)
     #: set by ``monitor_continuously``: how often (ms) the path is listed for new files
     discovery_interval_ms: int | None = None
+    #: the listing ``infer_parallelism`` made, taken by the next ``enumerate_splits`` (the
+    #: JobMaster asks both when a job starts: one LIST of the path, not two)
+    _listing: list[FileSplit] | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def parquet(cls, path: str, schema: str | None = None) -> FileSource:
@@ -199,7 +202,7 @@ class FileSource:
         """
         if self.discovery_interval_ms is not None:
             return max(1, upper_bound)
-        files = self.list_files()
+        files = self._listing = self.list_files()
         wanted = -(-sum(f.size for f in files) // max(1, data_volume_per_task))
         return max(1, min(wanted, upper_bound, len(files)))
 
@@ -212,7 +215,8 @@ class FileSource:
         if self.discovery_interval_ms is not None:
             self.new_files(set(), 0, 1)
             return [[MonitoredFilesSplit(i, parallelism)] for i in range(parallelism)]
-        return assign_balanced(self.list_files(), parallelism)
+        files, self._listing = self._listing, None
+        return assign_balanced(self.list_files() if files is None else files, parallelism)
 
     def new_files(self, seen: set[str], subtask: int, parallelism: int) -> list[FileSplit]:
         """The files under the path not in ``seen`` that belong to ``subtask`` (crc32 of the

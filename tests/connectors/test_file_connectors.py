@@ -77,6 +77,23 @@ def test_parallelism_inferred_from_the_files_bytes(tmp_path):
         FileSource.csv(str(tmp_path / "missing")).infer_parallelism(2, 1)
 
 
+def test_the_splits_reuse_the_listing_the_inference_made(tmp_path, monkeypatch):
+    """The JobMaster asks a dynamic source for its parallelism, then for its splits: one LIST
+    of the path (object stores charge per request), and a later enumeration lists again."""
+    for name, size in {"a.csv": 100, "b.csv": 70}.items():
+        _write(tmp_path / name, size)
+    source = FileSource.csv(str(tmp_path))
+    listings = []
+    real = FileSource.list_files
+    monkeypatch.setattr(FileSource, "list_files", lambda self: listings.append(1) or real(self))
+    assert source.infer_parallelism(8, 100) == 2
+    assert [len(s) for s in source.enumerate_splits(2)] == [1, 1]
+    assert len(listings) == 1
+    _write(tmp_path / "c.csv", 10)  # e.g. a restarted job enumerates what is there now
+    assert sum(len(s) for s in source.enumerate_splits(2)) == 3 and len(listings) == 2
+    assert "_listing" not in repr(source) and source == FileSource.csv(str(tmp_path))
+
+
 def test_missing_path_is_a_non_recoverable_source_exception(tmp_path):
     missing = str(tmp_path / "nope")
     with pytest.raises(SourceException, match="nope") as info:
