@@ -12,11 +12,13 @@ whole or not at all.
 from __future__ import annotations
 
 import codecs
+import logging
 import os
 import re
 import shutil
 import tempfile
 import threading
+import time
 import uuid
 import weakref
 from dataclasses import dataclass
@@ -24,8 +26,10 @@ from pathlib import Path
 
 from flintlock.exceptions import FlintlockException
 
-__all__ = ["JarNotFoundException", "JarStore", "ProgramUpload", "StoredProgram",
-           "UploadRejectedException"]
+log = logging.getLogger(__name__)
+
+__all__ = ["STALE_UPLOAD_S", "JarNotFoundException", "JarStore", "ProgramUpload",
+           "StoredProgram", "UploadRejectedException", "remove_stale_uploads"]
 
 _ID = re.compile(r"^[0-9a-f]{32}_[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.py$")
 _MAX_NAME = 128
@@ -150,8 +154,32 @@ class ProgramUpload:
             f"The uploaded program {self.name!r} is not UTF-8 text (upload the .py source).")
 
 
+#: an upload's temporary file untouched this long (s) was left by a process that died mid-upload
+#: (a live upload writes within ``rest.server.idle-timeout``, seconds)
+STALE_UPLOAD_S = 3600.0
+
+
+def remove_stale_uploads(directory: Path, now_s: float, max_age_s: float = STALE_UPLOAD_S
+                         ) -> list[str]:
+    """Delete the ``.upload-*.part`` files in ``directory`` last written more than
+    ``max_age_s`` before ``now_s`` (epoch s); returns their names (blocking: file I/O)."""
+    removed = []
+    for path in directory.glob(".upload-*.part"):
+        try:
+            if now_s - path.stat().st_mtime > max_age_s:
+                path.unlink()
+                removed.append(path.name)
+        except FileNotFoundError:  # finished or removed meanwhile
+            continue
+    return removed
+
+
 class JarStore:
-    """Uploaded programs in ``<upload_dir>/flintlock-web-upload`` (``None``: a temporary dir)."""
+    """Uploaded programs in ``<upload_dir>/flintlock-web-upload`` (``None``: a temporary dir).
+
+    A configured directory outlives the JobManager: the temporary files of uploads a process
+    left when it died are removed when the directory is first used (``remove_stale_uploads``).
+    """
 
     def __init__(self, upload_dir: str | None = None) -> None:
         self._configured = Path(upload_dir).expanduser() / "flintlock-web-upload" if upload_dir else None
@@ -165,6 +193,10 @@ class JarStore:
                 if self._configured is not None:
                     self._configured.mkdir(parents=True, exist_ok=True)
                     self._dir = self._configured
+                    removed = remove_stale_uploads(self._dir, time.time())
+                    if removed:
+                        log.info("Removed %d interrupted upload(s) from %s: %s", len(removed),
+                                 self._dir, ", ".join(sorted(removed)))
                 else:
                     self._dir = Path(tempfile.mkdtemp(prefix="flintlock-web-upload-"))
                     weakref.finalize(self, shutil.rmtree, str(self._dir), True)

@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import io
 import logging
+import os
 import random
 import time
 import tracemalloc
@@ -209,3 +210,21 @@ def test_the_parser_bounds_part_headers():
     parser = FilePartParser(BOUNDARY, "jarfile", lambda _name: io.BytesIO())
     with pytest.raises(MultipartError):
         parser.feed([body])
+
+
+def test_uploads_a_dead_process_left_are_removed_when_the_directory_is_next_used(tmp_path: Path):
+    """A JobManager killed mid-upload leaves ``.upload-*.part`` in a configured upload
+    directory; the next store removes those untouched for an hour, never a live upload's."""
+    directory = tmp_path / "flintlock-web-upload"
+    directory.mkdir()
+    stale, live = directory / ".upload-dead.part", directory / ".upload-live.part"
+    stale.write_bytes(b"print(1)")
+    live.write_bytes(b"print(2)")
+    hours_ago = time.time() - 2 * 3600
+    os.utime(stale, (hours_ago, hours_ago))
+    program = directory / ("0" * 32 + "_kept.py")
+    program.write_text("print(3)")
+    os.utime(program, (hours_ago, hours_ago))  # programs are not uploads: they stay
+    store = JarStore(str(tmp_path))
+    assert [p.id for p in store.programs()] == [program.name]
+    assert sorted(p.name for p in directory.iterdir()) == sorted([program.name, live.name])
