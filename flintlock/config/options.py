@@ -216,6 +216,11 @@ SLOT_REQUEST_TIMEOUT = option("slot.request.timeout", 300.0, duration,
 SLOT_IDLE_TIMEOUT = option("slot.idle.timeout", 50.0, duration,
                            "Idle slots are returned to their TaskManager after this long.")
 TASK_SLOTS = option("taskmanager.numberOfTaskSlots", 1, pos_int, "Slots per TaskManager.")
+FAULT_TASK_SLOWDOWN = option(
+    "$internal.fault.task-slowdown", 1.0, _at_least(_float, 1.0),
+    "Injected fault (tests and benchmarks): every task of this TaskManager takes this many times "
+    "as long as its work (it waits (factor - 1) x its run time before it reports FINISHED; a "
+    "cancel ends the wait). 1: no fault.")
 TASK_METRICS_REPORT_INTERVAL = option(
     "metrics.task.report-interval", 1.0, duration,
     "How often a TaskManager sends the live metrics of its running streaming subtasks (records, "

@@ -66,3 +66,8 @@ class Sink(Protocol):
     def abort(self, job_id: str, committables: Sequence[Any]) -> None:
         """Delete whatever attempts wrote (job failed or cancelled). Idempotent."""
         ...
+
+    # Optional: ``supports_concurrent_execution_attempts = True`` (Flink
+    # ``SupportsConcurrentExecutionAttempts``): several attempts of one subtask may write at
+    # once and only the finished one's committable is published, so speculative execution may
+    # run slow subtasks of its vertex again. Absent: never speculated.

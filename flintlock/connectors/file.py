@@ -252,6 +252,10 @@ class FileSink:
     mode: str = "error"
     options: dict[str, str] = field(default_factory=dict)
 
+    #: each attempt writes under its own temporary directory; ``commit`` publishes the finished
+    #: attempts' and removes the rest (speculative execution may run subtasks twice)
+    supports_concurrent_execution_attempts = True
+
     def __post_init__(self) -> None:
         if self.mode not in ("error", "overwrite"):
             raise ValueError(f"FileSink mode must be 'error' or 'overwrite', got {self.mode!r}")

@@ -50,6 +50,9 @@ class PrintSink(_SinkWithoutCommit):
 class CollectSink(_SinkWithoutCommit):
     """Return the rows to the client (``DataStream.execute_and_collect``)."""
 
+    #: the rows travel with the finished attempt's result: a losing attempt's never arrive
+    supports_concurrent_execution_attempts = True
+
     def __init__(self, uid: str) -> None:
         self.uid = uid
 

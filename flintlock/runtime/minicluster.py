@@ -126,13 +126,15 @@ class MiniCluster:
                  self.num_task_managers, self.slots_per_task_manager)
         return self
 
-    async def add_task_manager(self) -> Any:
-        """Start one more TaskExecutor (it registers with the ResourceManager)."""
+    async def add_task_manager(self, configuration: Mapping[str, Any] | None = None) -> Any:
+        """Start one more TaskExecutor (it registers with the ResourceManager);
+        ``configuration``: keys of its own over the cluster's (e.g. an injected fault)."""
         from flintlock.runtime.taskexecutor.task_executor import TaskExecutor
 
         index = len(self.task_executors)
         te = TaskExecutor(
             self.rpc_service,
+            self.configuration.copy().add_all(configuration) if configuration else
             self.configuration,
             self.resource_manager.address,
             self._services,

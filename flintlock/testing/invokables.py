@@ -36,9 +36,11 @@ from flintlock.runtime.taskmanager.task_execution_state import TaskResult
 __all__ = [
     "FAILURE_MESSAGE_KEY",
     "LATCH_KEY",
+    "SLEEP_MS_KEY",
     "BlockingInvokable",
     "FailingInvokable",
     "NoOpInvokable",
+    "SleepingInvokable",
     "TestLatch",
     "blocking_latch",
     "blocking_latch_scope",
@@ -47,6 +49,7 @@ __all__ = [
 ]
 
 LATCH_KEY = "$internal.test.latch"
+SLEEP_MS_KEY = "$internal.test.sleep-ms"
 FAILURE_MESSAGE_KEY = "$internal.test.failure-message"
 DEFAULT_FAILURE_MESSAGE = "FailingInvokable failed on purpose"
 
@@ -147,6 +150,23 @@ class BlockingInvokable:
 
     def cancel(self) -> None:
         self._wake.set()
+
+
+class SleepingInvokable:
+    """Works ``$internal.test.sleep-ms`` (default 100) ms, then finishes with empty partitions;
+    a cancel ends it at once (raises TaskCancelledError)."""
+
+    def __init__(self, env: RuntimeEnvironment) -> None:
+        self.env = env
+
+    def invoke(self) -> TaskResult:
+        seconds = int(self.env.configuration.get(SLEEP_MS_KEY, "100")) / 1000.0
+        if self.env.cancelled.wait(seconds):
+            raise TaskCancelledError("SleepingInvokable cancelled")
+        return _empty_result(self.env)
+
+    def cancel(self) -> None:
+        self.env.cancelled.set()
 
 
 class FailingInvokable:

@@ -147,7 +147,9 @@ def aggregate_vertex_state(states: list[ExecutionState]) -> ExecutionState:
 
 @dataclass(frozen=True)
 class ArchivedJobVertex:
-    """One JobVertex with the current attempt of each subtask and prior attempts."""
+    """One JobVertex with the current attempt of each subtask and prior attempts;
+    ``concurrent_attempts``: speculative attempts running beside the current ones (Flink's other
+    current executions of a subtask)."""
 
     id: JobVertexID
     name: str
@@ -156,6 +158,7 @@ class ArchivedJobVertex:
     slot_sharing_group: str
     subtasks: tuple[ArchivedExecution, ...]
     prior_attempts: tuple[ArchivedExecution, ...] = ()
+    concurrent_attempts: tuple[ArchivedExecution, ...] = ()
 
     @property
     def state(self) -> ExecutionState:

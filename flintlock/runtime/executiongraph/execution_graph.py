@@ -278,9 +278,28 @@ class ExecutionGraph:
         """Move one attempt (checked, timestamped; see ``Execution.transition_state``)."""
         was_finished, was_terminal = execution.state is ExecutionState.FINISHED, execution.is_terminal()
         execution.transition_state(target, self._now_ms(), cause)
-        if self.find_current_execution(execution.attempt_id) is execution:
+        vertex = self._vertices.get(execution.attempt_id.execution_vertex_id)
+        if vertex is not None and vertex.current_execution is execution:
             self._not_finished += was_finished - (execution.state is ExecutionState.FINISHED)
             self._not_terminal += was_terminal - execution.is_terminal()
+
+    def add_speculative_execution(self, vertex_id: ExecutionVertexID) -> Execution:
+        """A speculative attempt of subtask ``vertex_id`` (CREATED; not in the counters)."""
+        return self._vertices[vertex_id].add_speculative_execution(self._now_ms())
+
+    def promote(self, execution: Execution) -> None:
+        """Make speculative attempt ``execution`` its subtask's representative attempt
+        (``ExecutionVertex.promote``), keeping the finished/terminal counters right."""
+        vertex = self._vertices[execution.attempt_id.execution_vertex_id]
+        old = vertex.current_execution
+        vertex.promote(execution)
+        self._not_finished += ((old.state is ExecutionState.FINISHED)
+                               - (execution.state is ExecutionState.FINISHED))
+        self._not_terminal += old.is_terminal() - execution.is_terminal()
+
+    def has_live_speculative_executions(self) -> bool:
+        return any(not e.is_terminal() for v in self.execution_vertices()
+                   for e in v.speculative_executions)
 
     def reset_vertex(self, vertex_id: ExecutionVertexID, now_ms: int) -> Execution:
         """Start the next attempt of a subtask (``ExecutionVertex.reset_for_new_execution``)."""
@@ -308,12 +327,23 @@ class ExecutionGraph:
         for v in self.execution_vertices():
             yield v.current_execution
 
+    def all_current_executions(self) -> Iterator[Execution]:
+        """Every subtask's current attempt and its speculative ones."""
+        for v in self.execution_vertices():
+            yield from v.current_executions()
+
     def find_current_execution(self, attempt_id: ExecutionAttemptID) -> Execution | None:
-        """The execution ``attempt_id`` if it is its subtask's current attempt, else None."""
+        """The execution ``attempt_id`` if it is one of its subtask's current attempts (the
+        representative or a speculative one that has not been archived), else None."""
         v = self._vertices.get(attempt_id.execution_vertex_id)
-        if v is None or v.current_execution.attempt_id != attempt_id:
+        if v is None:
             return None
-        return v.current_execution
+        if v.current_execution.attempt_id == attempt_id:
+            return v.current_execution
+        for e in v.speculative_executions:
+            if e.attempt_id == attempt_id:
+                return e
+        return None
 
     def consumed_partition_ids(self, vertex_id: ExecutionVertexID) -> list[IntermediateResultPartitionID]:
         return [p.id for inp in self._vertices[vertex_id].inputs for p in inp.partitions()]
@@ -337,7 +367,8 @@ class ExecutionGraph:
         return self._not_finished == 0 and self._uninitialized == 0
 
     def all_terminal(self) -> bool:
-        return self._not_terminal == 0
+        """Every attempt is terminal, speculative ones included."""
+        return self._not_terminal == 0 and not self.has_live_speculative_executions()
 
     # ---- results -------------------------------------------------------------------------------
 
@@ -394,10 +425,17 @@ class ExecutionGraph:
             e = v.current_execution
             assert e.attempt_id.execution_vertex_id == v.id, f"{v}: attempt of another vertex"
             assert e.state in e.state_timestamps, f"{e}: no timestamp for its state"
-            numbers = [p.attempt_number for p in v.prior_executions] + [e.attempt_number]
-            assert numbers == sorted(set(numbers)), f"{v}: attempt numbers {numbers} not increasing"
+            prior_numbers = [p.attempt_number for p in v.prior_executions]
+            assert prior_numbers == sorted(prior_numbers), f"{v}: prior attempts out of order"
+            numbers = prior_numbers + [c.attempt_number for c in v.current_executions()]
+            assert len(numbers) == len(set(numbers)), f"{v}: attempt numbers {numbers} repeat"
             for prior in v.prior_executions:
                 assert prior.is_terminal(), f"{v}: prior attempt {prior} not terminal"
+            for spec in v.speculative_executions:
+                assert spec.attempt_id.execution_vertex_id == v.id, f"{v}: attempt of another vertex"
+                assert spec.slot is not None or spec.state in (
+                    ExecutionState.CREATED, ExecutionState.SCHEDULED, ExecutionState.CANCELED,
+                    ExecutionState.FAILED), f"{spec}: {spec.state.name} without a slot"
             for p in v.produced_partitions:
                 assert p.producer == v.id
                 if p.result_type.is_blocking():

@@ -2,6 +2,12 @@
 
 Follows Flink ``ExecutionJobVertex`` / ``ExecutionVertex``: a vertex owns its current Execution and
 a bounded history of prior attempts; a restart creates a new Execution with attempt number + 1.
+
+Speculative execution (Flink ``SpeculativeExecutionVertex``): a vertex may run speculative
+attempts beside its current one (``speculative_executions``). ``current_execution`` stays the
+representative attempt that REST, the counters and the scheduling strategy read; an attempt that
+finishes first, or survives the failure of the representative, is ``promote``d to it. Ended
+speculative attempts move to the prior attempts.
 """
 
 from __future__ import annotations
@@ -54,6 +60,8 @@ class ExecutionVertex:
         self.inputs: list[ConsumedInput] = []
         self.prior_executions: deque[Execution] = deque(maxlen=attempts_history_size)
         self.current_execution = self._new_execution(0, now_ms)
+        #: attempts running beside ``current_execution`` (speculative execution)
+        self.speculative_executions: list[Execution] = []
 
     def _new_execution(self, attempt_number: int, now_ms: int) -> Execution:
         return Execution(
@@ -63,20 +71,59 @@ class ExecutionVertex:
             now_ms,
         )
 
+    def current_executions(self) -> list[Execution]:
+        """The representative attempt, then the speculative ones."""
+        return [self.current_execution, *self.speculative_executions]
+
+    def live_executions(self) -> list[Execution]:
+        """The attempts that are not terminal."""
+        return [e for e in self.current_executions() if not e.is_terminal()]
+
+    def _next_attempt_number(self) -> int:
+        known = [*self.prior_executions, *self.current_executions()]
+        return max(e.attempt_number for e in known) + 1
+
+    def add_speculative_execution(self, now_ms: int) -> Execution:
+        """A new attempt beside the current one (speculative execution); returns it."""
+        execution = self._new_execution(self._next_attempt_number(), now_ms)
+        self.speculative_executions.append(execution)
+        return execution
+
+    def promote(self, execution: Execution) -> None:
+        """Make speculative attempt ``execution`` the representative one (it finished first, or
+        the representative failed while it runs); the former one becomes speculative."""
+        self.speculative_executions.remove(execution)
+        self.speculative_executions.insert(0, self.current_execution)
+        self.current_execution = execution
+
+    def archive_ended_speculative(self) -> None:
+        """Move speculative attempts that ended to the prior attempts (in attempt order)."""
+        ended = [e for e in self.speculative_executions if e.is_terminal()]
+        if ended:
+            self.speculative_executions = [e for e in self.speculative_executions
+                                           if not e.is_terminal()]
+            self._add_prior(ended)
+
+    def _add_prior(self, ended: list[Execution]) -> None:
+        prior = sorted([*self.prior_executions, *ended], key=lambda e: e.attempt_number)
+        self.prior_executions.clear()
+        self.prior_executions.extend(prior)  # the oldest drop out of the bounded history
+
     def reset_for_new_execution(self, now_ms: int) -> Execution:
-        """Archive the (terminal) current attempt and create the next one.
+        """Archive the (terminal) current attempts and create the next one.
 
         Raises:
-            RuntimeError: the current attempt is not terminal yet.
+            RuntimeError: an attempt is not terminal yet.
         """
-        current = self.current_execution
-        if not current.is_terminal():
-            raise RuntimeError(
-                f"cannot restart {current.task_name_with_subtask()}: attempt still {current.state.name}"
-                f"\nstory:\n{current.story}"
-            )
-        self.prior_executions.append(current)
-        self.current_execution = self._new_execution(current.attempt_number + 1, now_ms)
+        for attempt in self.current_executions():
+            if not attempt.is_terminal():
+                raise RuntimeError(
+                    f"cannot restart {attempt.task_name_with_subtask()}: attempt still "
+                    f"{attempt.state.name}\nstory:\n{attempt.story}")
+        number = self._next_attempt_number()
+        self._add_prior(self.current_executions())
+        self.speculative_executions = []
+        self.current_execution = self._new_execution(number, now_ms)
         for partition in self.produced_partitions:
             partition.reset_for_new_execution()
         return self.current_execution
@@ -119,6 +166,7 @@ class ExecutionJobVertex:
 
     def archive(self) -> ArchivedJobVertex:
         prior = [e.archive() for v in self.task_vertices for e in v.prior_executions]
+        concurrent = [e.archive() for v in self.task_vertices for e in v.speculative_executions]
         return ArchivedJobVertex(
             id=self.id,
             name=self.name,
@@ -127,4 +175,5 @@ class ExecutionJobVertex:
             slot_sharing_group=self.job_vertex.slot_sharing_group,
             subtasks=tuple(v.current_execution.archive() for v in self.task_vertices),
             prior_attempts=tuple(prior),
+            concurrent_attempts=tuple(concurrent),
         )

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from flintlock.config import options
+from flintlock.config.batch_execution_options import SPECULATIVE_ENABLED
 from flintlock.config.configuration import Configuration
 from flintlock.runtime.checkpoint import storage as checkpoint_storage
 from flintlock.runtime.checkpoint.coordinator import CheckpointSettings
@@ -63,8 +64,10 @@ from flintlock.runtime.scheduler.adaptivebatch.adaptive_batch_scheduler import (
     dynamic_vertices,
     scheduler_type,
 )
+from flintlock.runtime.scheduler.adaptivebatch.speculative_scheduler import SpeculativeScheduler
 from flintlock.runtime.scheduler.default_scheduler import DefaultScheduler
 from flintlock.runtime.scheduler.messages import (
+    BlockNodes,
     CancelJob,
     CancelTask,
     CancelTaskFailed,
@@ -219,8 +222,9 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
                 # savepoints work without periodic checkpoints too
                 self.checkpointing = CheckpointCoordinatorShell(self, settings, self.run_io)
             if adaptive:
-                self.scheduler = AdaptiveBatchScheduler(self.graph, self.configuration, self.clock,
-                                                        auto)
+                kind = (SpeculativeScheduler if self.configuration.get(SPECULATIVE_ENABLED)
+                        else AdaptiveBatchScheduler)
+                self.scheduler = kind(self.graph, self.configuration, self.clock, auto)
             else:
                 self.scheduler = DefaultScheduler(self.graph, self.configuration, self.clock,
                                                   pipelined_root=self._pipelined_root,
@@ -367,6 +371,11 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
             elif isinstance(command, FinalizeSinks):
                 self.run_io(functools.partial(self._finalize_sinks, command),
                             self._on_sinks_finalized)
+            elif isinstance(command, BlockNodes):
+                if self._rm is not None:
+                    self._send(self._rm.notify_new_blocked_nodes(
+                        command.resource_ids, command.duration_s, command.cause),
+                        _log_failure("notify_new_blocked_nodes"))
             elif isinstance(command, JobTerminated):
                 self._on_job_terminated(command.result)
             else:  # pragma: no cover

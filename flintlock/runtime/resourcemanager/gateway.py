@@ -104,6 +104,10 @@ class ResourceOverview:
     number_of_free_slots: int
     #: TaskManagers an active ResourceManager has started that have not registered yet
     number_of_pending_task_managers: int = 0
+    #: TaskManagers blocked as slow nodes, and their free slots (Flink's ``taskmanagers-blocked``
+    #: and ``slots-free-and-blocked``)
+    number_of_blocked_task_managers: int = 0
+    number_of_free_and_blocked_slots: int = 0
 
 
 class ResourceManagerGateway(Protocol):
@@ -125,6 +129,14 @@ class ResourceManagerGateway(Protocol):
 
     async def declare_required_resources(self, requirements: ResourceRequirements) -> Acknowledge:
         """Replace the job's declared slot count; the SlotManager allocates or releases."""
+        ...
+
+    async def notify_new_blocked_nodes(self, resource_ids: tuple[ResourceID, ...],
+                                       duration_s: float, cause: str) -> Acknowledge:
+        """These TaskManagers run slow subtasks (a JobMaster's speculative execution): none of
+        their free slots goes to any job for ``duration_s`` seconds (Flink
+        ``ResourceManagerGateway.notifyNewBlockedNodes``; a later block of the same node
+        extends it)."""
         ...
 
     @oneway

@@ -35,6 +35,7 @@ from flintlock.runtime.resourcemanager.gateway import (
 )
 from flintlock.runtime.resourcemanager.slotmanager.slot_manager import SlotManager
 from flintlock.runtime.resourcemanager.slotmanager.slot_tracker import (
+    BlockedTaskExecutorsChanged,
     JobRequirementsRemoved,
     RequirementsDeclared,
     SlotFreed,
@@ -135,6 +136,8 @@ class ResourceManager(FencedRpcEndpoint):
         self.resource_id = ResourceID.generate("resourcemanager")
         self._rpc_timeout_s = configuration.get(RPC_ASK_TIMEOUT)
         self._task_executors: dict[ResourceID, _WorkerRegistration] = {}
+        #: blocked slow nodes -> monotonic seconds their block ends (Flink's BlocklistHandler)
+        self._blocked_until: dict[ResourceID, float] = {}
         self._job_masters: dict[JobID, _JobMasterRegistration] = {}
         self.slot_manager = SlotManager(self, self._gateway_for, self._rpc_timeout_s,
                                         validate=validate)
@@ -324,8 +327,34 @@ class ResourceManager(FencedRpcEndpoint):
 
     async def request_resource_overview(self) -> ResourceOverview:
         tracker = self.slot_manager.tracker
+        blocked = sum(1 for r in tracker.blocked if r in self._task_executors)
         return ResourceOverview(len(self._task_executors), tracker.number_of_slots(),
-                                tracker.number_of_free_slots())
+                                tracker.number_of_free_slots(),
+                                number_of_blocked_task_managers=blocked,
+                                number_of_free_and_blocked_slots=(
+                                    tracker.number_of_free_and_blocked_slots()))
+
+    async def notify_new_blocked_nodes(self, resource_ids: tuple[ResourceID, ...],
+                                       duration_s: float, cause: str) -> Acknowledge:
+        if duration_s < 0:
+            raise ValueError(f"negative block duration {duration_s}")
+        until = self.clock.monotonic() + float(duration_s)
+        for resource_id in resource_ids:
+            self._blocked_until[resource_id] = max(self._blocked_until.get(resource_id, 0.0),
+                                                   until)
+        log.info("Blocking TaskManager(s) %s for %gs: %s", ", ".join(map(str, resource_ids)),
+                 duration_s, cause)
+        self._update_blocked()
+        self.schedule(float(duration_s), self._update_blocked)
+        return ACK
+
+    def _update_blocked(self) -> None:
+        """Drop the blocks that ran out; tell the SlotManager what is blocked now."""
+        now = self.clock.monotonic()
+        self._blocked_until = {r: t for r, t in self._blocked_until.items() if t > now + 1e-6}
+        blocked = frozenset(self._blocked_until)
+        if blocked != self.slot_manager.tracker.blocked:
+            self.slot_manager.handle(BlockedTaskExecutorsChanged(blocked, "blocklist"))
 
     # ---- TaskManager logs and metrics (forwarded; awaiting a TaskExecutor cannot call us back) --
 

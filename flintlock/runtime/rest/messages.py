@@ -101,7 +101,7 @@ def cluster_overview(overview: ClusterOverview, flink_version: str,
                      flink_commit: str) -> dict[str, Any]:
     """``GET /overview`` (Flink ``ClusterOverviewWithVersion``)."""
     r = overview.resources
-    return {
+    body: dict[str, Any] = {
         "taskmanagers": r.number_of_task_managers,
         "slots-total": r.number_of_slots,
         "slots-available": r.number_of_free_slots,
@@ -114,6 +114,12 @@ def cluster_overview(overview: ClusterOverview, flink_version: str,
         "flink-version": flink_version,
         "flink-commit": flink_commit,
     }
+    # Flink sends these only when not zero (slow nodes blocked by speculative execution)
+    if r.number_of_blocked_task_managers:
+        body["taskmanagers-blocked"] = r.number_of_blocked_task_managers
+    if r.number_of_free_and_blocked_slots:
+        body["slots-free-and-blocked"] = r.number_of_free_and_blocked_slots
+    return body
 
 
 # ---- job lists -------------------------------------------------------------------------------------
@@ -390,7 +396,9 @@ def job_vertex_details(job_id: JobID, vertex: ArchivedJobVertex, now_ms: int) ->
     them (``AggregatedTaskDetailsInfo``, as Flink's ``JobVertexDetailsHandler`` builds it).
     """
     subtasks = [
-        subtask_attempt_details(job_id, s, now_ms, _attempt_numbers(vertex, s.subtask_index))
+        subtask_attempt_details(job_id, s, now_ms, _attempt_numbers(vertex, s.subtask_index),
+                                [c for c in vertex.concurrent_attempts
+                                 if c.subtask_index == s.subtask_index])
         for s in sorted(vertex.subtasks, key=lambda s: s.subtask_index)
     ]
     return {
@@ -406,4 +414,5 @@ def job_vertex_details(job_id: JobID, vertex: ArchivedJobVertex, now_ms: int) ->
 
 
 def _attempt_numbers(vertex: ArchivedJobVertex, subtask_index: int) -> list[int]:
-    return [e.attempt_number for e in vertex.prior_attempts if e.subtask_index == subtask_index]
+    return [e.attempt_number for e in (*vertex.prior_attempts, *vertex.concurrent_attempts)
+            if e.subtask_index == subtask_index]

@@ -155,9 +155,12 @@ def summed_io_info(subtasks: Sequence[ArchivedExecution], now_ms: int) -> dict[s
 
 
 def subtask_attempt_details(job_id: JobID, execution: ArchivedExecution, now_ms: int,
-                            attempts: Iterable[int] = ()) -> dict[str, Any]:
+                            attempts: Iterable[int] = (),
+                            others: Sequence[ArchivedExecution] = ()) -> dict[str, Any]:
     """``GET .../subtasks/:i`` and ``.../subtasks/:i/attempts/:a``
-    (Flink ``SubtaskExecutionAttemptDetailsInfo``, plus the additions in the module docstring)."""
+    (Flink ``SubtaskExecutionAttemptDetailsInfo``, plus the additions in the module docstring);
+    ``others``: the subtask's other current attempts (speculative execution), listed under
+    ``other-concurrent-attempts`` as Flink does."""
     start, end, duration = _times(execution, now_ms)
     tm = execution.task_manager
     failure = execution.failure
@@ -174,7 +177,8 @@ def subtask_attempt_details(job_id: JobID, execution: ArchivedExecution, now_ms:
         "metrics": _attempt_io(execution, now_ms),
         "taskmanager-id": tm or _UNASSIGNED,
         "status-duration": _status_durations(execution, now_ms),
-        "other-concurrent-attempts": [],
+        "other-concurrent-attempts": [subtask_attempt_details(job_id, o, now_ms, attempts)
+                                      for o in others],
         "log-file": task_log_file_name_of(job_id, execution.attempt_id),
         "log-url": task_log_url(tm, job_id, execution.attempt_id) if tm else None,
         "failure": ({"class": failure.class_name, "message": failure.message}

@@ -442,6 +442,7 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
                 self._cancel_again(execution, report)
             return
         if target is ExecutionState.FINISHED:
+            self._on_attempt_finishing(execution)
             self._transition(execution, ExecutionState.FINISHED)
             self.graph.mark_finished(execution, report.result)
             self._on_terminal(execution)
@@ -491,13 +492,15 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
         """An attempt became terminal: free its slot share, then let the job make progress."""
         self._release_slot_share(execution)
         self._assign_pending_and_deploy()
-        if execution.state is ExecutionState.FINISHED and self.graph.state in (
-            JobStatus.RUNNING, JobStatus.RESTARTING
-        ):
+        running = self.graph.state in (JobStatus.RUNNING, JobStatus.RESTARTING)
+        if execution.state is ExecutionState.FINISHED and running:
             self._on_vertex_finished(execution)
             self._schedule(self.strategy.on_execution_finished(execution.attempt_id.execution_vertex_id))
-            if self.graph.all_finished() and self.sink_phase is None:
-                self._finish()
+        # sinks are committed once every subtask finished and no attempt still runs (a
+        # speculative attempt that lost is cancelled first: it may still write its output)
+        if (running and self.graph.all_finished() and self.sink_phase is None
+                and not self.graph.has_live_speculative_executions()):
+            self._finish()
         self._try_complete_restarts()
         self._check_global_termination()
 
@@ -513,6 +516,15 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
     def _on_vertex_finished(self, execution: Execution) -> None:
         """Hook before a FINISHED subtask's consumers are scheduled (the AdaptiveBatchScheduler
         initializes the job vertices whose inputs are now all produced)."""
+
+    def _on_attempt_finishing(self, execution: Execution) -> None:
+        """Hook before an attempt reported FINISHED becomes FINISHED (speculative execution
+        makes it its subtask's representative attempt and cancels the others)."""
+
+    def _fail_locally(self, execution: Execution, error: SerializedError) -> bool:
+        """Hook: whether a failed attempt is handled without a failover (speculative execution:
+        another attempt of the subtask still runs); True when the hook handled it."""
+        return False
 
     def _fail_slot_members(self, slot: AllocatedSlot, message: str) -> None:
         request = self._shared.find(slot.request_id)
@@ -533,6 +545,8 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
         if execution.state is ExecutionState.CANCELING:
             self._transition(execution, ExecutionState.CANCELED, f"failed while cancelling: {error.short()}")
             self._on_terminal(execution)
+            return
+        if target is ExecutionState.FAILED and self._fail_locally(execution, error):
             return
         self._transition(execution, target, error.short())
         execution.failure = error
@@ -582,6 +596,9 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
     def _sync(self) -> None:
         if self.terminated:
             return
+        for slot in self.pool.take_slots_to_free():  # their TaskManager is blocked
+            self._out.append(FreeSlot(slot.task_executor_address, slot.allocation_id,
+                                      "its TaskManager is blocked (slow node)"))
         required = self.pool.required_slots()
         if required != self._declared:
             self._declared = required
@@ -605,7 +622,7 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
         self.pool.validate()
         self.strategy.validate()
         self._shared.validate(self._is_live_attempt)
-        for e in self.graph.current_executions():
+        for e in self.graph.all_current_executions():
             if e.state in (*_ACTIVE, ExecutionState.CANCELING):
                 assert e.slot is not None, f"{e}: deployed without a slot"
         if self.terminated:

@@ -71,7 +71,8 @@ class FailureHandling:
         if self.checkpoints is not None:
             self.checkpoints.on_failover()
         for v in sorted(restart.vertices, key=self._order.__getitem__):
-            self._cancel_execution(self.graph.vertex(v).current_execution)
+            for execution in self.graph.vertex(v).current_executions():  # speculative ones too
+                self._cancel_execution(execution)
         self._out.append(ScheduleTimer(result.restart_delay_s, RestartDelayElapsed(restart.id)))
         # counted from the failure's own timestamp (read once), so the UI's "restarts in" and
         # the exception history agree to the millisecond
@@ -81,7 +82,7 @@ class FailureHandling:
         if self.checkpoints is not None and self.checkpoints.restore_blocked():
             return
         for restart in self._restarts.take_ready(
-            lambda v: self.graph.vertex(v).current_execution.is_terminal()
+            lambda v: not self.graph.vertex(v).live_executions()
         ):
             now_ms = self.clock.now_ms()
             ordered = sorted(restart.vertices, key=self._order.__getitem__)
@@ -108,7 +109,7 @@ class FailureHandling:
         self._check_global_termination()
 
     def _cancel_all(self) -> None:
-        for execution in list(self.graph.current_executions()):
+        for execution in list(self.graph.all_current_executions()):
             self._cancel_execution(execution)
 
     def _cancel_execution(self, execution: Execution) -> None:

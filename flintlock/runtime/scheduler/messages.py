@@ -22,6 +22,7 @@ from flintlock.runtime.ids import (
 from flintlock.runtime.taskmanager.task_execution_state import SerializedError, TaskExecutionState
 
 __all__ = [
+    "BlockNodes",
     "CancelJob",
     "CancelTask",
     "CancelTaskFailed",
@@ -44,9 +45,11 @@ __all__ = [
     "SinksFinalized",
     "SlotLost",
     "SlotRequestTimeoutCheck",
+    "SlowTaskCheck",
     "StartScheduling",
     "TaskExecutionStateChanged",
     "TaskManagerLost",
+    "UnblockNodes",
 ]
 
 
@@ -160,6 +163,19 @@ class IdleSlotCheck(Event):
 
 
 @dataclass(frozen=True)
+class SlowTaskCheck(Event):
+    """Timer: look for slow subtasks (``slow-task-detector.check-interval``)."""
+
+
+@dataclass(frozen=True)
+class UnblockNodes(Event):
+    """Timer: the block of these slow TaskManagers ran out
+    (``execution.batch.speculative.block-slow-node-duration``)."""
+
+    resource_ids: tuple[ResourceID, ...]
+
+
+@dataclass(frozen=True)
 class RestartDelayElapsed(Event):
     """Timer: the back-off of pending restart ``restart_id`` elapsed."""
 
@@ -232,6 +248,16 @@ class FinalizeSinks(Command):
 
     commit: bool
     work: tuple[tuple[Any, tuple[Any, ...]], ...]
+
+
+@dataclass(frozen=True)
+class BlockNodes(Command):
+    """Tell the ResourceManager that these TaskManagers run slow subtasks: no new slots there
+    for ``duration_s`` seconds (Flink ``ResourceManagerGateway.notifyNewBlockedNodes``)."""
+
+    resource_ids: tuple[ResourceID, ...]
+    duration_s: float
+    cause: str
 
 
 @dataclass(frozen=True)

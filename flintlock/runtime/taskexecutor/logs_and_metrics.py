@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flintlock.config.configuration import Configuration
-from flintlock.config.options import LOG_DIR
+from flintlock.config.options import FAULT_TASK_SLOWDOWN, LOG_DIR
 from flintlock.runtime.concurrency import run_blocking
 from flintlock.runtime.deployment import TaskDeploymentDescriptor
 from flintlock.runtime.logs.files import LogChunk, LogDirectory, LogInfo
@@ -60,8 +60,11 @@ class TaskExecutorLogsAndMetrics:
             self.logs = LogDirectory(configuration.get(LOG_DIR))
         else:
             self.logs = LogDirectory.temporary("flintlock-taskmanager-logs-")
-        #: the services handed to tasks: the TaskManager's, plus where task logs go
-        self.task_services: Mapping[str, Any] = {**services, "task_logs": self.logs}
+        #: the services handed to tasks: the TaskManager's, plus where task logs go and the
+        #: injected slowdown of a TaskManager made slow on purpose (``FAULT_TASK_SLOWDOWN``)
+        self.task_services: Mapping[str, Any] = {
+            **services, "task_logs": self.logs,
+            "task_slowdown": configuration.get(FAULT_TASK_SLOWDOWN)}
         self.task_metrics = TaskMetricStore()
 
     def task_deployed(self, tdd: TaskDeploymentDescriptor) -> None:

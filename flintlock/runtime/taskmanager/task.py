@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -288,6 +289,17 @@ class Task:
             log.warning("%s (%s): cannot open its task log: %s", self.name, self.attempt_id, exc)
         return self._task_log
 
+    def _injected_slowdown(self, ran_s: float) -> None:
+        """A TaskManager made slow on purpose (``$internal.fault.task-slowdown``) keeps the task
+        ``(factor - 1) x`` its run time longer; a cancel ends the wait.
+
+        Raises:
+            TaskCancelledError: cancelled while waiting.
+        """
+        factor = float(self._services.get("task_slowdown") or 1.0)
+        if factor > 1.0 and self._cancelled.wait((factor - 1.0) * ran_s):
+            raise TaskCancelledError("cancelled while slowed down (injected fault)")
+
     def _run_attempt(self) -> None:
         try:
             if not self.transition_state(_E.CREATED, _E.DEPLOYING):
@@ -305,7 +317,9 @@ class Task:
                 raise TaskCancelledError("cancelled during initialization")
             if not self.transition_state(_E.INITIALIZING, _E.RUNNING):
                 return
+            started = time.monotonic()
             result = invokable.invoke()
+            self._injected_slowdown(time.monotonic() - started)
             if not isinstance(result, TaskResult):
                 raise TypeError(
                     f"{self.tdd.invokable_class}.invoke() returned {type(result).__name__}, "

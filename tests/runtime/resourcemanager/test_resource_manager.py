@@ -23,6 +23,7 @@ from flintlock.runtime.resourcemanager.gateway import (
 )
 from flintlock.runtime.resourcemanager.resource_manager import ResourceManager
 from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
+from flintlock.runtime.rpc.messages import ACK
 from flintlock.runtime.rpc.service import InProcRpcService
 from flintlock.runtime.taskexecutor.exceptions import SlotAllocationException
 from flintlock.runtime.taskexecutor.gateway import SlotReport, SlotStatus, TaskExecutorGateway
@@ -283,5 +284,34 @@ def test_real_task_executor_gets_its_slot_offered_to_the_job_master() -> None:
         finally:
             await te.stop()
         assert env.rm.registered_task_executors == []
+
+    _run(body)
+
+
+def test_blocked_nodes_get_no_slots_until_the_block_runs_out() -> None:
+    """A JobMaster's speculative execution blocks a slow TaskManager: no job gets its free slots
+    for the given time, /overview counts it, and a later block of the same node extends it."""
+    async def body(env: Env) -> None:
+        te1 = await env.add_te("te-1", 2)
+        await env.add_te("te-2", 1)
+        te1_id = ResourceID("te-1")
+        # (times under heartbeat.timeout: the testing TaskExecutors do not answer heartbeats)
+        assert await env.gw.notify_new_blocked_nodes((te1_id,), 2.0, "slow subtask") == ACK
+        assert await env.overview() == ResourceOverview(
+            2, 3, 3, number_of_blocked_task_managers=1, number_of_free_and_blocked_slots=2)
+        job = JobID.generate()
+        await env.declare(job, 2)
+        await env.tes["te-2"].wait_for_call("request_slot")
+        await env.drain()
+        assert te1.calls_to("request_slot") == []
+        env.clock.advance(1.2)
+        await env.gw.notify_new_blocked_nodes((te1_id,), 2.0, "still slow")  # until 3.2 s
+        env.clock.advance(1.0)  # past the first block's end: the second still holds
+        await env.drain()
+        assert te1.calls_to("request_slot") == []
+        env.clock.advance(1.1)
+        [call] = await te1.wait_for_call("request_slot")
+        assert call.args[1] == job
+        assert (await env.overview()).number_of_blocked_task_managers == 0
 
     _run(body)

@@ -9,6 +9,7 @@ from flintlock.runtime.jobgraph.types import IllegalStateTransition
 from flintlock.runtime.resourcemanager.slotmanager.slot_tracker import (
     ALLOWED_SLOT_TRANSITIONS,
     AllocateSlot,
+    BlockedTaskExecutorsChanged,
     JobRequirementsRemoved,
     RequirementsCheck,
     RequirementsDeclared,
@@ -199,3 +200,16 @@ def test_validate_detects_a_duplicate_allocation() -> None:
 def test_negative_requirement_is_rejected(tracker: SlotTracker) -> None:
     with pytest.raises(ValueError, match="negative"):
         tracker.handle(RequirementsDeclared(JOB, JM, -1))
+
+
+def test_blocked_task_executors_get_no_new_allocations(tracker: SlotTracker) -> None:
+    """Speculative execution blocks slow nodes: their free slots go to no job until unblocked."""
+    tracker.handle(TaskExecutorAdded(TE1, 2))
+    tracker.handle(TaskExecutorAdded(TE2, 1))
+    assert tracker.handle(BlockedTaskExecutorsChanged(frozenset({TE1}))) == []
+    commands = tracker.handle(RequirementsDeclared(JOB, JM, 2))
+    assert [c.slot_id for c in commands] == [SlotID(TE2, 0)]  # one short: TE1 is blocked
+    assert tracker.missing_slots(JOB) == 1
+    assert tracker.number_of_free_and_blocked_slots() == 2
+    [later] = tracker.handle(BlockedTaskExecutorsChanged(frozenset()))
+    assert later.slot_id.resource_id == TE1 and tracker.missing_slots(JOB) == 0

@@ -398,3 +398,27 @@ def test_generated_job_graph_plans_leave_the_operator_empty():
                        "flintlock.testing.invokables:NoOpInvokable")
     (node,) = job_graph_plan(JOB, "j", JobType.BATCH, [vertex])["nodes"]
     assert (node["operator"], node["description"]) == ("", "Source: a -&gt; Map")
+
+
+def test_a_speculative_attempt_shows_as_another_concurrent_attempt(rest):
+    """Speculative execution: subtask 0 of the vertex runs attempt 0 (the original, slow) and
+    attempt 1 at once; Flink lists the other one under ``other-concurrent-attempts``."""
+    original = ArchivedExecution(_attempt(MAP, 0, 0), ExecutionState.RUNNING, "tm-1",
+                                 {"CREATED": T0, "DEPLOYING": T0 + 10, "RUNNING": T0 + 20})
+    speculative = ArchivedExecution(_attempt(MAP, 0, 1), ExecutionState.RUNNING, "tm-2",
+                                    {"CREATED": T0 + 5000, "DEPLOYING": T0 + 5010,
+                                     "RUNNING": T0 + 5020})
+    graph = ArchivedExecutionGraph(
+        job_id=JOB, name="speculative", job_type=JobType.BATCH, state=JobStatus.RUNNING,
+        state_timestamps={"RUNNING": T0},
+        vertices=(ArchivedJobVertex(MAP, "Map", 1, 128, "default", (original,),
+                                    concurrent_attempts=(speculative,)),))
+    rest.on("request_job", lambda job_id: graph)
+    (subtask,) = _get(rest, f"/jobs/{JOB}/vertices/{MAP}")["subtasks"]
+    assert (subtask["attempt"], subtask["host"]) == (0, "tm-1")
+    (other,) = subtask["other-concurrent-attempts"]
+    assert (other["attempt"], other["status"], other["host"]) == (1, "RUNNING", "tm-2")
+    assert subtask["attempts"] == [0, 1]
+    single = _get(rest, f"/jobs/{JOB}/vertices/{MAP}/subtasks/0")
+    assert [o["attempt"] for o in single["other-concurrent-attempts"]] == [1]
+    assert _get(rest, f"/jobs/{JOB}/vertices/{MAP}/subtasks/0/attempts/1")["host"] == "tm-2"

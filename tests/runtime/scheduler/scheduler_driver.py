@@ -33,6 +33,7 @@ from flintlock.runtime.scheduler.adaptivebatch.adaptive_batch_scheduler import (
     AutoParallelismSettings,
     dynamic_vertices,
 )
+from flintlock.runtime.scheduler.adaptivebatch.speculative_scheduler import SpeculativeScheduler
 from flintlock.runtime.scheduler.default_scheduler import DefaultScheduler
 from flintlock.runtime.scheduler.messages import (
     Command,
@@ -80,19 +81,21 @@ def make_job(
 class Driver:
     """Feeds events, collects commands; ScheduleTimer commands become ManualClock timers."""
 
-    def __init__(self, job: JobGraph, adaptive: bool = False, **conf: str) -> None:
+    def __init__(self, job: JobGraph, adaptive: bool = False, speculative: bool = False,
+                 **conf: str) -> None:
         """``adaptive``: an AdaptiveBatchScheduler over a dynamic graph (``conf`` may set the
-        ``execution.batch.adaptive.auto-parallelism.*`` keys)."""
+        ``execution.batch.adaptive.auto-parallelism.*`` keys); ``speculative``: its
+        SpeculativeScheduler (``execution.batch.speculative.*``, ``slow-task-detector.*``)."""
         self.clock = ManualClock()
         merged = Configuration({"slot.request.timeout": "10 s", "slot.idle.timeout": "5 s",
                                 **dict(job.configuration), **conf})
         self.scheduler: DefaultScheduler
-        if adaptive:
+        if adaptive or speculative:
             settings = AutoParallelismSettings.from_configuration(merged)
             self.graph = ExecutionGraph(job, self.clock.now_ms,
                                         dynamic_vertices=dynamic_vertices(job, settings))
-            self.scheduler = AdaptiveBatchScheduler(self.graph, merged, self.clock, settings,
-                                                    validate=True)
+            kind = SpeculativeScheduler if speculative else AdaptiveBatchScheduler
+            self.scheduler = kind(self.graph, merged, self.clock, settings, validate=True)
         else:
             self.graph = ExecutionGraph(job, self.clock.now_ms)
             self.scheduler = DefaultScheduler(self.graph, merged, self.clock, validate=True,

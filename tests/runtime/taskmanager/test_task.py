@@ -18,9 +18,11 @@ from flintlock.runtime.taskmanager.task_execution_state import (
 from flintlock.testing.invokables import (
     FAILURE_MESSAGE_KEY,
     LATCH_KEY,
+    SLEEP_MS_KEY,
     BlockingInvokable,
     FailingInvokable,
     NoOpInvokable,
+    SleepingInvokable,
     blocking_latch_scope,
     make_tdd,
 )
@@ -215,3 +217,23 @@ def test_illegal_transition_is_refused() -> None:
     with pytest.raises(IllegalStateTransition):
         task.transition_state(E.CREATED, E.FINISHED)
     assert not task.transition_state(E.RUNNING, E.FINISHED)  # not RUNNING: CAS fails
+
+
+def test_an_injected_slowdown_holds_the_finished_work_back_until_cancelled() -> None:
+    """A TaskManager made slow on purpose (``$internal.fault.task-slowdown``): a task whose work
+    took 20 ms waits 999 x that before it reports FINISHED; a cancel ends the wait."""
+    rec = _Recorder()
+    task = Task(make_tdd(SleepingInvokable, job_configuration={SLEEP_MS_KEY: "20"}),
+                {"task_slowdown": 1000.0}, rec)
+    task.start()
+    wait_until_sync(lambda: task.state is E.RUNNING, timeout_s=5, describe=lambda: rec.states)
+    assert not task.join(0.3)  # its work is done by now; the fault holds it RUNNING
+    assert task.state is E.RUNNING
+    task.cancel()
+    assert task.join(5)
+    assert rec.states == [E.DEPLOYING, E.INITIALIZING, E.RUNNING, E.CANCELING, E.CANCELED]
+    quick = _Recorder()
+    unslowed = Task(make_tdd(SleepingInvokable, job_configuration={SLEEP_MS_KEY: "1"}),
+                    {"task_slowdown": 1.0}, quick)
+    unslowed.start()
+    assert unslowed.join(5) and quick.states[-1] is E.FINISHED

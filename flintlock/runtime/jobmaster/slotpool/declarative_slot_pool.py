@@ -7,6 +7,9 @@ granularity flintlock needs (every slot is alike):
 - The JobMaster declares ``required_slots()`` = waiting requests + slots in use to the
   ResourceManager; idle slots are not counted but stay in the pool until ``slot.idle.timeout``.
 - Offers are accepted while requests wait for them (re-offers of an owned slot are accepted again).
+- Blocked TaskManagers (speculative execution's slow nodes; Flink
+  ``BlocklistDeclarativeSlotPool``): their new offers are refused, and their slots leave the
+  pool as soon as they are free (``take_slots_to_free``), so no new request runs there.
 No asyncio, no I/O; ``now`` (monotonic seconds) is passed in.
 """
 
@@ -55,6 +58,9 @@ class DeclarativeSlotPool:
         self._free: dict[AllocationID, AllocatedSlot] = {}
         self._by_request: dict[SlotRequestId, AllocatedSlot] = {}
         self._pending: dict[SlotRequestId, None] = {}  # insertion-ordered FIFO
+        self._blocked: set[ResourceID] = set()
+        #: slots of blocked TaskManagers that became free, to be returned to them
+        self._to_free: list[AllocatedSlot] = []
 
     # ---- queries -------------------------------------------------------------------------------
 
@@ -116,10 +122,15 @@ class DeclarativeSlotPool:
         self._pending.pop(request_id, None)
 
     def release_slot(self, request_id: SlotRequestId, now: float) -> AllocatedSlot | None:
-        """The request's executions are done: its slot becomes idle (stays owned)."""
+        """The request's executions are done: its slot becomes idle (stays owned), or, on a
+        blocked TaskManager, leaves the pool to be returned (``take_slots_to_free``)."""
         slot = self._by_request.get(request_id)
         if slot is not None:
-            self._make_free(slot, now)
+            if slot.resource_id in self._blocked:
+                self._forget(slot)
+                self._to_free.append(slot)
+            else:
+                self._make_free(slot, now)
             return slot
         self._pending.pop(request_id, None)
         return None
@@ -156,13 +167,32 @@ class DeclarativeSlotPool:
                 if owned.resource_id == resource_id:
                     accepted.append(offer)
                 continue
-            if len(self._pending) > len(self._free):
+            if len(self._pending) > len(self._free) and resource_id not in self._blocked:
                 slot = AllocatedSlot(offer.allocation_id, resource_id, task_executor_address,
                                      offer.slot_index, idle_since=now)
                 self._slots[offer.allocation_id] = slot
                 self._free[offer.allocation_id] = slot
                 accepted.append(offer)
         return tuple(accepted)
+
+    def block(self, resource_ids: Iterable[ResourceID]) -> None:
+        """No new request runs on these TaskManagers until ``unblock``: their offers are
+        refused, and their free slots (now, and as they become free) are to be returned."""
+        self._blocked.update(resource_ids)
+        for slot in [s for s in self._free.values() if s.resource_id in self._blocked]:
+            self._forget(slot)
+            self._to_free.append(slot)
+
+    def unblock(self, resource_ids: Iterable[ResourceID]) -> None:
+        self._blocked.difference_update(resource_ids)
+
+    def blocked(self) -> frozenset[ResourceID]:
+        return frozenset(self._blocked)
+
+    def take_slots_to_free(self) -> list[AllocatedSlot]:
+        """The slots blocked TaskManagers get back (each once)."""
+        out, self._to_free = self._to_free, []
+        return out
 
     def remove_slot(self, allocation_id: AllocationID) -> AllocatedSlot | None:
         """The slot is gone (freed by its TaskExecutor, failed, or returned by us)."""
@@ -199,7 +229,7 @@ class DeclarativeSlotPool:
 
     def release_all(self) -> list[AllocatedSlot]:
         """The job ended: forget every slot and request; returns the slots to free."""
-        out = list(self._slots.values())
+        out = [*self._slots.values(), *self.take_slots_to_free()]
         self._slots.clear()
         self._free.clear()
         self._by_request.clear()
@@ -212,6 +242,8 @@ class DeclarativeSlotPool:
         assert not set(used) & set(self._pending), "a request is both pending and assigned"
         if self._pending:
             assert not self.free_slots(), "a free slot while requests are waiting"
+        assert not any(s.resource_id in self._blocked for s in self._free.values()), \
+            "a free slot of a blocked TaskManager"
         for s in self._slots.values():
             assert (s.idle_since is None) != s.is_free, f"slot {s.allocation_id}: idle_since mismatch"
             assert (s.allocation_id in self._free) == s.is_free, f"slot {s.allocation_id}: free index"

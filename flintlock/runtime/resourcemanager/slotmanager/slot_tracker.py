@@ -26,6 +26,7 @@ from flintlock.runtime.taskexecutor.gateway import SlotReport
 __all__ = [
     "ALLOWED_SLOT_TRANSITIONS",
     "AllocateSlot",
+    "BlockedTaskExecutorsChanged",
     "JobRequirementsRemoved",
     "RequirementsCheck",
     "RequirementsDeclared",
@@ -148,6 +149,15 @@ class SlotFreed(_SlotAllocationEvent):
 
 
 @dataclass(frozen=True)
+class BlockedTaskExecutorsChanged(SlotTrackerEvent):
+    """The TaskExecutors whose free slots go to no job now (Flink's blocklist: they run slow
+    subtasks of a job with speculative execution)."""
+
+    blocked: frozenset[ResourceID]
+    cause_id: str = ""
+
+
+@dataclass(frozen=True)
 class RequirementsCheck(SlotTrackerEvent):
     """Re-check all requirements (the shell sends it after a back-off)."""
 
@@ -212,6 +222,8 @@ class SlotTracker:
         #: entries of slots no longer FREE are dropped lazily), so picking a slot is O(log n)
         self._free_count: dict[ResourceID, int] = {}
         self._free_heap: dict[ResourceID, list[int]] = {}
+        #: TaskExecutors whose free slots are not allocated (blocked slow nodes)
+        self.blocked: frozenset[ResourceID] = frozenset()
 
     # ---- queries -------------------------------------------------------------------------------
 
@@ -233,6 +245,9 @@ class SlotTracker:
         if resource_id is not None:
             return self._free_count.get(resource_id, 0)
         return sum(self._free_count.values())
+
+    def number_of_free_and_blocked_slots(self) -> int:
+        return sum(self._free_count.get(r, 0) for r in self.blocked)
 
     def required_slots(self, job_id: JobID) -> int:
         req = self._requirements.get(job_id)
@@ -351,6 +366,11 @@ class SlotTracker:
     def _(self, event: RequirementsCheck) -> list[AllocateSlot]:
         return self._check_requirements(event.cause_id)
 
+    @_handle.register
+    def _(self, event: BlockedTaskExecutorsChanged) -> list[AllocateSlot]:
+        self.blocked = event.blocked
+        return self._check_requirements(event.cause_id)
+
     # ---- internals -----------------------------------------------------------------------------
 
     def _slot_of(self, event: _SlotAllocationEvent) -> TaskManagerSlot | None:
@@ -418,7 +438,7 @@ class SlotTracker:
         best_rid: ResourceID | None = None
         for order, (rid, slots) in enumerate(self._task_executors.items()):
             free = self._free_count.get(rid, 0)
-            if not free:
+            if not free or rid in self.blocked:
                 continue
             used = len(slots) - free
             key = (used / len(slots), used, order)

@@ -41,12 +41,14 @@ async def find_vertex(ctx: RestContext, jobid: str, vertexid: str,
 
 
 def subtask_attempts(vertex: ArchivedJobVertex, index: int) -> list[ArchivedExecution]:
-    """Every known attempt of subtask ``index`` (current and prior); 404 when out of range."""
+    """Every known attempt of subtask ``index`` (current, concurrent and prior); 404 when out of
+    range."""
     if not 0 <= index < vertex.parallelism:
         raise RestHandlerException(
             404, f"Invalid subtask index {index} for vertex '{vertex.name}' with parallelism "
                  f"{vertex.parallelism}.")
-    return [e for e in (*vertex.subtasks, *vertex.prior_attempts) if e.subtask_index == index]
+    return [e for e in (*vertex.subtasks, *vertex.concurrent_attempts, *vertex.prior_attempts)
+            if e.subtask_index == index]
 
 
 def _current(vertex: ArchivedJobVertex, index: int) -> tuple[ArchivedExecution, list[int]]:
@@ -83,8 +85,9 @@ async def subtask_current_attempt(jobid: str, vertexid: str, subtaskindex: int,
                                   ctx: Ctx) -> dict[str, Any]:
     graph, vertex = await find_vertex(ctx, jobid, vertexid)
     execution, attempts = _current(vertex, subtaskindex)
+    others = [c for c in vertex.concurrent_attempts if c.subtask_index == subtaskindex]
     return messages_vertices.subtask_attempt_details(graph.job_id, execution, ctx.now_ms(),
-                                                     attempts)
+                                                     attempts, others)
 
 
 def _attempt(vertex: ArchivedJobVertex, index: int, attempt: int) -> ArchivedExecution:

@@ -44,7 +44,8 @@ function subtaskRow(job, vertexId, st, cls) {
   return h("tr", { class: cls || null, dataset: { subtask: String(st.subtask),
     attempt: String(st.attempt), state: st.status } },
   h("td", { class: "num" }, String(st.subtask)),
-  h("td", { class: "num" }, String(st.attempt)),
+  h("td", { class: "num", title: cls === "concurrent" ? "a concurrent (speculative) attempt" : null },
+    String(st.attempt), cls === "concurrent" ? h("span", { class: "muted small" }, " speculative") : null),
   h("td", null, badge(st.status)),
   h("td", { class: "mono small" },
     tm && tm !== "(unassigned)" ? h("a", { href: `#/taskmanagers/${seg(tm)}` }, tm) : "-"),
@@ -76,8 +77,9 @@ export async function subtasksView(job, vertexId, vertex) {
   const rows = [];
   subtasks.forEach((st, i) => {
     rows.push(subtaskRow(job, vertexId, st));
+    // speculative execution: the subtask's other attempts running at the same time
     for (const other of st["other-concurrent-attempts"] || []) {
-      rows.push(subtaskRow(job, vertexId, other));
+      rows.push(subtaskRow(job, vertexId, other, "concurrent"));
     }
     for (const old of prior[i]) rows.push(subtaskRow(job, vertexId, old, "prior"));
   });
