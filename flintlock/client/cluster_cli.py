@@ -167,6 +167,17 @@ def register(cli: click.Group) -> None:
         name = add_job_manager(_configuration(dynamic), list(dynamic))
         click.echo(f"Started {name}; it stands by unless no JobManager leads.")
 
+    @cluster.command("add-taskmanager")
+    @_dynamic
+    @_exit_on_client_errors
+    def cluster_add_taskmanager(dynamic: tuple[str, ...]) -> None:
+        """Start one more TaskManager for the running cluster (Flink's `taskmanager.sh start`);
+        its -D settings apply to it alone (pass the cluster's own too, e.g. its state dir)."""
+        from flintlock.client.standalone_cluster import add_task_manager
+
+        name = add_task_manager(_configuration(dynamic), list(dynamic))
+        click.echo(f"Started {name}; it registered with the cluster.")
+
     @cluster.command("stop")
     @_dynamic
     def cluster_stop(dynamic: tuple[str, ...]) -> None:

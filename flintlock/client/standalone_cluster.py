@@ -334,6 +334,55 @@ def add_job_manager(configuration: Configuration, dynamic: list[str]) -> str:
     return name
 
 
+def add_task_manager(configuration: Configuration, dynamic: list[str],
+                     timeout_s: float = 180.0) -> str:
+    """Start one more TaskManager for the cluster running from the state directory (Flink's
+    ``taskmanager.sh start``); ``dynamic`` are its ``-D`` settings (with those the cluster was
+    started with, for the same state directory and security). Returns its name
+    (``taskmanager-<n>``) once it registered; ``cluster stop`` stops it with the others.
+
+    Raises:
+        StandaloneClusterException: no cluster runs from the state directory, or the
+            TaskManager exited during start-up or did not register within ``timeout_s``.
+    """
+    state = cluster_state_dir(configuration)
+    rest_port = running_cluster_rest_port(state)
+    if rest_port is None:
+        raise StandaloneClusterException(
+            f"no cluster runs from {state}; start one with `flintlock cluster start`")
+    d_args = _daemon_args(configuration, dynamic, state)
+    settings = _read_json(state / HA_SETTINGS_FILE)
+    if settings:  # it follows the leader, as the cluster's TaskManagers do
+        d_args += [a for k, v in settings.items() for a in ("-D", f"{k}={v}")]
+    else:
+        ports = _read_json(state / "jobmanager.port") or {}
+        d_args += ["-D", f"jobmanager.rpc.port={ports.get('rpc_port', 0)}"]
+    secret = configuration.get(CLUSTER_SECRET) or read_secret_file(state / "secret")
+    if not secret:
+        raise StandaloneClusterException(
+            f"{state} holds no cluster secret: start the cluster with `flintlock cluster start` "
+            "first, or set security.cluster.secret.")
+    client = RestClusterClient("127.0.0.1", rest_port, str(secret),
+                               ssl_context=rest_client_ssl_context(configuration))
+    try:
+        before = int(client.overview().get("taskmanagers", 0))
+        taken = {p.stem for p in state.glob("taskmanager-*.pid")}
+        name = next(n for n in (f"taskmanager-{i}" for i in range(10_000)) if n not in taken)
+        proc = _spawn(name, ["taskmanager", *d_args], state, str(secret))
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise StandaloneClusterException(
+                    f"{name} exited with code {proc.returncode}; see {state / 'log' / (name + '.log')}")
+            if int(client.overview().get("taskmanagers", 0)) > before:
+                return name
+            time.sleep(0.2)
+    finally:
+        client.close()
+    raise StandaloneClusterException(
+        f"{name} did not register within {timeout_s:.0f} s; see {state / 'log' / (name + '.log')}")
+
+
 def _job_manager_names(n: int) -> list[str]:
     """``jobmanager`` (the first, as without high availability), ``jobmanager-1``, ..."""
     return ["jobmanager", *(f"jobmanager-{i}" for i in range(1, n))]
