@@ -116,6 +116,8 @@ class ExecutionGraph:
         #: O(1)); job vertices not expanded into subtasks yet (dynamic graphs)
         self._not_finished = self._not_terminal = 0
         self._uninitialized = len(job_graph.vertices)
+        #: subtasks that got speculative attempts (``has_live_speculative_executions``)
+        self._speculated: set[ExecutionVertexID] = set()
         self._history = attempts_history_size
         self._build(now)
 
@@ -285,6 +287,7 @@ class ExecutionGraph:
 
     def add_speculative_execution(self, vertex_id: ExecutionVertexID) -> Execution:
         """A speculative attempt of subtask ``vertex_id`` (CREATED; not in the counters)."""
+        self._speculated.add(vertex_id)
         return self._vertices[vertex_id].add_speculative_execution(self._now_ms())
 
     def promote(self, execution: Execution) -> None:
@@ -298,8 +301,15 @@ class ExecutionGraph:
         self._not_terminal += old.is_terminal() - execution.is_terminal()
 
     def has_live_speculative_executions(self) -> bool:
-        return any(not e.is_terminal() for v in self.execution_vertices()
-                   for e in v.speculative_executions)
+        """Whether a speculative attempt has not ended (looks at the subtasks that were
+        speculated only, forgetting those without speculative attempts left)."""
+        for vertex_id in list(self._speculated):
+            attempts = self._vertices[vertex_id].speculative_executions
+            if any(not e.is_terminal() for e in attempts):
+                return True
+            if not attempts:
+                self._speculated.discard(vertex_id)
+        return False
 
     def reset_vertex(self, vertex_id: ExecutionVertexID, now_ms: int) -> Execution:
         """Start the next attempt of a subtask (``ExecutionVertex.reset_for_new_execution``)."""

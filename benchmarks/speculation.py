@@ -1,0 +1,170 @@
+"""Speculative execution benchmark: TPC-H with one TaskManager made 5x slower, speculation off/on.
+
+Two session clusters run side by side (2 TaskManagers x 2 slots each, embedded Spark servers):
+``healthy`` with two ordinary TaskManagers, and ``slow`` whose second TaskManager was added with
+``flintlock cluster add-taskmanager -D $internal.fault.task-slowdown=5`` (each of its tasks takes
+5x its work). Every query runs at parallelism ``P`` (auto-parallelism off, so both TaskManagers
+get subtasks) in three modes, alternating run by run after one warm-up each: on ``healthy``
+(the no-slow-node time), on ``slow`` without speculation, and on ``slow`` with
+``execution.batch.speculative.enabled`` (detector: check every 0.5 s, baseline lower bound 1 s,
+Flink's ratio 0.75 and multiplier 1.5; the lower bound's 1 min default would never speculate
+queries of seconds). Reported per query (medians of the job durations the client prints): each
+mode's time and slow / healthy with speculation off and on. Target (issue 15): with the slow
+TaskManager, speculation brings the job within 1.3x of the no-slow-node time.
+
+    python benchmarks/speculation.py --data data/tpch-sf1 --queries q1,q3,q6,q12,q18 --runs 2
+
+prints the table, writes the raw figures to ``benchmarks/results/`` and the page
+``docs/speculation-benchmark.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.failover import FLINTLOCK, QUERY_PROGRAM, REPO
+from benchmarks.machine import write_page
+
+MODES = ("healthy", "slow", "slow+speculation")
+SLOWDOWN = 5
+SPECULATION = ("execution.batch.speculative.enabled=true",
+               "slow-task-detector.check-interval=500 ms",
+               "slow-task-detector.execution-time.baseline-lower-bound=1 s")
+_FINISHED = re.compile(r"FINISHED in (\d+) ms")
+
+
+@dataclass
+class Run:
+    query: str
+    mode: str
+    run: int
+    job_s: float
+
+
+def _cli(*args: str, timeout: float = 300) -> None:
+    proc = subprocess.run([*FLINTLOCK, *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"flintlock {' '.join(args)}: {proc.stdout}\n{proc.stderr[-3000:]}")
+
+
+@contextlib.contextmanager
+def cluster(state: Path, slow: bool) -> Iterator[Path]:
+    """A session cluster of 2 TaskManagers x 2 slots; with ``slow``, the second is slowed."""
+    d = ["-D", f"cluster.state-dir={state}", "-D", "rest.port=0", "-D", "jobmanager.rpc.port=0",
+         "-D", "taskmanager.numberOfTaskSlots=2", "-D", "taskmanager.cpu.cores=1"]
+    try:
+        _cli("cluster", "start", "--taskmanagers", "1" if slow else "2", *d)
+        if slow:
+            _cli("cluster", "add-taskmanager", *d, "-D",
+                 f"$internal.fault.task-slowdown={SLOWDOWN}")
+        yield state
+    finally:
+        subprocess.run([*FLINTLOCK, "cluster", "stop", *d], cwd=REPO, capture_output=True,
+                       timeout=120)
+
+
+def one_run(mode: str, state: Path, query: str, data: Path, work: Path, run: int,
+            parallelism: int) -> Run:
+    out = work / f"out-{mode}-{query}-{run}"
+    flags = ["-D", "execution.batch.adaptive.auto-parallelism.enabled=false"]
+    if mode == "slow+speculation":
+        flags += [a for option in SPECULATION for a in ("-D", option)]
+    command = [*FLINTLOCK, "run", "--target", "remote", "-D", f"cluster.state-dir={state}",
+               *flags, str(work / "query.py"), "--query", query, "--data", str(data),
+               "--out", str(out), "--name", f"{query}-{mode}-{run}",
+               "--parallelism", str(parallelism)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=1800, cwd=REPO,
+                          env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    found = _FINISHED.search(proc.stdout + proc.stderr)
+    if proc.returncode != 0 or found is None:
+        raise RuntimeError(f"{mode} {query} failed ({proc.returncode}): "
+                           f"{(proc.stdout + proc.stderr)[-3000:]}")
+    shutil.rmtree(out, ignore_errors=True)
+    return Run(query, mode, run, int(found.group(1)) / 1000)
+
+
+def summarize(runs: list[Run]) -> list[dict[str, object]]:
+    rows = []
+    for query in dict.fromkeys(r.query for r in runs):
+        row: dict[str, object] = {"query": query.upper()}
+        for mode in MODES:
+            mine = [r.job_s for r in runs if (r.query, r.mode) == (query, mode)]
+            row[mode] = statistics.median(mine)
+            row["runs"] = len(mine)
+        row["off"] = float(row["slow"]) / float(row["healthy"])  # type: ignore[arg-type]
+        row["on"] = float(row["slow+speculation"]) / float(row["healthy"])  # type: ignore[arg-type]
+        rows.append(row)
+    return rows
+
+
+def table(rows: list[dict[str, object]]) -> str:
+    lines = ["| query | runs | healthy (s) | slow, speculation off (s) | slow, speculation on (s) "
+             "| off / healthy | on / healthy |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['query']} | {r['runs']} | {r['healthy']:.2f} | {r['slow']:.2f} | "
+                     f"{r['slow+speculation']:.2f} | {r['off']:.2f}x | {r['on']:.2f}x |")
+
+    def geo(key: str) -> float:
+        return math.exp(statistics.fmean(math.log(float(r[key])) for r in rows))  # type: ignore[arg-type]
+
+    worst = max(rows, key=lambda r: float(r["on"]))  # type: ignore[arg-type]
+    met = sum(float(r["on"]) <= 1.3 for r in rows)  # type: ignore[arg-type]
+    lines += ["", f"Geometric mean slow / healthy: **{geo('off'):.2f}x** without speculation, "
+              f"**{geo('on'):.2f}x** with it; {met} of {len(rows)} queries within the 1.3x "
+              f"target; worst with speculation: {worst['query']} {float(worst['on']):.2f}x."]  # type: ignore[arg-type]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default="data/tpch-sf1")
+    parser.add_argument("--queries", default=",".join(f"q{i}" for i in range(1, 23)))
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--parallelism", type=int, default=4)
+    args = parser.parse_args()
+    data = Path(args.data).resolve()
+    runs: list[Run] = []
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="flintlock-speculation-") as tmp:
+        work = Path(tmp)
+        (work / "query.py").write_text(QUERY_PROGRAM.format(repo=str(REPO)))
+        with cluster(work / "healthy", slow=False) as healthy, \
+                cluster(work / "slow", slow=True) as slow:
+            state = {"healthy": healthy, "slow": slow, "slow+speculation": slow}
+            for query in args.queries.split(","):
+                for mode in MODES:  # warm-up
+                    one_run(mode, state[mode], query, data, work, -1, args.parallelism)
+                for run in range(args.runs):
+                    for mode in (MODES if run % 2 == 0 else MODES[::-1]):
+                        start = time.time()
+                        r = one_run(mode, state[mode], query, data, work, run, args.parallelism)
+                        print(f"{query} {mode} run {run}: job {r.job_s:.2f} s "
+                              f"(wall {time.time() - start:.1f} s)", file=sys.stderr)
+                        runs.append(r)
+    rows = summarize(runs)
+    body = table(rows)
+    print(body)
+    write_page("benchmarks/speculation.py", __doc__,
+               "Speculative execution: TPC-H with a 5x slow TaskManager", body,
+               {"runs": [asdict(r) for r in runs], "rows": rows}, "speculation", load,
+               f", data {data.name}, parallelism {args.parallelism}")
+
+
+if __name__ == "__main__":
+    main()
