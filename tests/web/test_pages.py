@@ -188,6 +188,25 @@ def test_a_vertex_whose_parallelism_is_not_decided_yet_shows_auto(open_page: Cal
                    "m.parallelismText(undefined)]") == ["auto", "3", "-"]
 
 
+def test_a_speculative_attempt_is_listed_under_its_subtask(open_page: Callable[..., Any]) -> None:
+    """Speculative execution: REST lists a subtask's other current attempts under
+    ``other-concurrent-attempts``; the subtask table shows each as a row of its own."""
+    def attempt(number: int, tm: str) -> dict[str, Any]:
+        return {"subtask": 0, "attempt": number, "status": "RUNNING", "taskmanager-id": tm,
+                "endpoint": tm, "start-time": 1_700_000_000_000, "end-time": -1,
+                "duration": 1000, "metrics": {}}
+    details = {"id": VID_MAP, "name": "Map", "subtasks": [
+        {**attempt(0, "tm-slow"), "other-concurrent-attempts": [attempt(1, "tm-fast")]}]}
+    page, _ = open_page({"overview": {}, "jobs/overview": {"jobs": [_job_row("j", "RUNNING")]},
+                         f"jobs/{JID}/vertices/{VID_MAP}": details})
+    rows = _module(page, "pages/job_vertices.js", f"""m.subtasksView({{jid: "{JID}"}},
+        "{VID_MAP}", null).then((card) => [...card.querySelectorAll("tbody tr")].map((tr) => (
+            {{attempt: tr.dataset.attempt, cls: tr.className,
+              text: tr.children[1].textContent}})))""")
+    assert rows == [{"attempt": "0", "cls": "", "text": "0"},
+                    {"attempt": "1", "cls": "concurrent", "text": "1 speculative"}]
+
+
 def test_timeline_segments_and_task_names(open_page: Callable[..., Any]) -> None:
     page, _ = open_page({"overview": {}, "jobs/overview": {"jobs": []}})
     segs = _module(page, "pages/job_timeline.js", """m.segments(
