@@ -1,16 +1,20 @@
 """Speculative execution benchmark: TPC-H with one TaskManager made 5x slower, speculation off/on.
 
-Two session clusters run side by side (2 TaskManagers x 2 slots each, embedded Spark servers):
-``healthy`` with two ordinary TaskManagers, and ``slow`` whose second TaskManager was added with
-``flintlock cluster add-taskmanager -D $internal.fault.task-slowdown=5`` (each of its tasks takes
-5x its work). Every query runs at parallelism ``P`` (auto-parallelism off, so both TaskManagers
-get subtasks) in three modes, alternating run by run after one warm-up each: on ``healthy``
-(the no-slow-node time), on ``slow`` without speculation, and on ``slow`` with
-``execution.batch.speculative.enabled`` (detector: check every 0.5 s, baseline lower bound 1 s,
-Flink's ratio 0.75 and multiplier 1.5; the lower bound's 1 min default would never speculate
-queries of seconds). Reported per query (medians of the job durations the client prints): each
-mode's time and slow / healthy with speculation off and on. Target (issue 15): with the slow
-TaskManager, speculation brings the job within 1.3x of the no-slow-node time.
+Three session clusters run side by side (2 TaskManagers x 2 slots each, embedded Spark servers
+of ``local[2]`` each: a TaskManager left alone can use the machine's two cores): ``healthy`` with two ordinary TaskManagers, and two clusters
+(one per mode, so that one mode's blocked node never shapes the other's runs) whose second
+TaskManager was added with ``flintlock cluster add-taskmanager -D
+$internal.fault.task-slowdown=5`` (each of its tasks takes 5x its work). Every query runs at
+parallelism ``P`` (auto-parallelism off, so both TaskManagers get subtasks) in three modes,
+alternating run by run after one warm-up each: on ``healthy`` (the no-slow-node time), on a slow
+cluster without speculation, and on the other with ``execution.batch.speculative.enabled``
+(detector: check every 0.5 s, baseline lower bound 1 s, since the 1 min default would never
+speculate queries of seconds, and baseline ratio 0.5, since with half the slots slow Flink's 0.75
+is never reached; multiplier 1.5 as in Flink; slow nodes blocked for 20 s, longer than a job's
+remaining stages, and each run starts once the previous run's block ran out). Reported per query
+(medians of the job durations the client prints): each mode's time and slow / healthy with
+speculation off and on. Target (issue 15): with the slow TaskManager, speculation brings the job
+within 1.3x of the no-slow-node time.
 
     python benchmarks/speculation.py --data data/tpch-sf1 --queries q1,q3,q6,q12,q18 --runs 2
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import os
 import re
@@ -35,6 +40,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import httpx
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.failover import FLINTLOCK, QUERY_PROGRAM, REPO
@@ -43,9 +50,11 @@ from benchmarks.machine import write_page
 MODES = ("healthy", "slow", "slow+speculation")
 SLOWDOWN = 5
 SPECULATION = ("execution.batch.speculative.enabled=true",
+               "execution.batch.speculative.block-slow-node-duration=20 s",
+               "slow-task-detector.execution-time.baseline-ratio=0.5",
                "slow-task-detector.check-interval=500 ms",
                "slow-task-detector.execution-time.baseline-lower-bound=1 s")
-_FINISHED = re.compile(r"FINISHED in (\d+) ms")
+_FINISHED = re.compile(r"FINISHED in (\d+)\s*ms")  # rich may wrap the line
 
 
 @dataclass
@@ -67,7 +76,7 @@ def _cli(*args: str, timeout: float = 300) -> None:
 def cluster(state: Path, slow: bool) -> Iterator[Path]:
     """A session cluster of 2 TaskManagers x 2 slots; with ``slow``, the second is slowed."""
     d = ["-D", f"cluster.state-dir={state}", "-D", "rest.port=0", "-D", "jobmanager.rpc.port=0",
-         "-D", "taskmanager.numberOfTaskSlots=2", "-D", "taskmanager.cpu.cores=1"]
+         "-D", "taskmanager.numberOfTaskSlots=2", "-D", "taskmanager.cpu.cores=2"]
     try:
         _cli("cluster", "start", "--taskmanagers", "1" if slow else "2", *d)
         if slow:
@@ -79,18 +88,29 @@ def cluster(state: Path, slow: bool) -> Iterator[Path]:
                        timeout=120)
 
 
+def wait_unblocked(state: Path) -> None:
+    """Until no TaskManager of the cluster is blocked (``/overview`` ``taskmanagers-blocked``)."""
+    port = json.loads((state / "jobmanager.port").read_text())["rest_port"]
+    deadline = time.monotonic() + 120
+    while httpx.get(f"http://127.0.0.1:{port}/overview").json().get("taskmanagers-blocked"):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"a TaskManager of {state} is still blocked after 120 s")
+        time.sleep(0.2)
+
+
 def one_run(mode: str, state: Path, query: str, data: Path, work: Path, run: int,
             parallelism: int) -> Run:
     out = work / f"out-{mode}-{query}-{run}"
     flags = ["-D", "execution.batch.adaptive.auto-parallelism.enabled=false"]
     if mode == "slow+speculation":
         flags += [a for option in SPECULATION for a in ("-D", option)]
+        wait_unblocked(state)
     command = [*FLINTLOCK, "run", "--target", "remote", "-D", f"cluster.state-dir={state}",
                *flags, str(work / "query.py"), "--query", query, "--data", str(data),
                "--out", str(out), "--name", f"{query}-{mode}-{run}",
                "--parallelism", str(parallelism)]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=1800, cwd=REPO,
-                          env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+                          env={**os.environ, "PYSPARK_PYTHON": sys.executable, "COLUMNS": "200"})
     found = _FINISHED.search(proc.stdout + proc.stderr)
     if proc.returncode != 0 or found is None:
         raise RuntimeError(f"{mode} {query} failed ({proc.returncode}): "
@@ -145,11 +165,13 @@ def main() -> None:
         work = Path(tmp)
         (work / "query.py").write_text(QUERY_PROGRAM.format(repo=str(REPO)))
         with cluster(work / "healthy", slow=False) as healthy, \
-                cluster(work / "slow", slow=True) as slow:
-            state = {"healthy": healthy, "slow": slow, "slow+speculation": slow}
+                cluster(work / "slow", slow=True) as slow, \
+                cluster(work / "slow-speculation", slow=True) as speculating:
+            state = {"healthy": healthy, "slow": slow, "slow+speculation": speculating}
             for query in args.queries.split(","):
                 for mode in MODES:  # warm-up
-                    one_run(mode, state[mode], query, data, work, -1, args.parallelism)
+                    r = one_run(mode, state[mode], query, data, work, -1, args.parallelism)
+                    print(f"{query} {mode} warm-up: job {r.job_s:.2f} s", file=sys.stderr)
                 for run in range(args.runs):
                     for mode in (MODES if run % 2 == 0 else MODES[::-1]):
                         start = time.time()
