@@ -226,6 +226,10 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
                         else AdaptiveBatchScheduler)
                 self.scheduler = kind(self.graph, self.configuration, self.clock, auto)
             else:
+                if self.configuration.get(SPECULATIVE_ENABLED):
+                    log.info("job %s: speculative execution needs the AdaptiveBatchScheduler "
+                             "(a BATCH job with BLOCKING exchanges); it runs without it",
+                             self.job_id)
                 self.scheduler = DefaultScheduler(self.graph, self.configuration, self.clock,
                                                   pipelined_root=self._pipelined_root,
                                                   checkpoints=self.checkpointing)

@@ -37,7 +37,7 @@ from flintlock.runtime.executiongraph.execution import Execution
 from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
 from flintlock.runtime.executiongraph.execution_vertex import ExecutionJobVertex
 from flintlock.runtime.executiongraph.failover.execution_failure_handler import task_failure_entry
-from flintlock.runtime.ids import ExecutionAttemptID, ExecutionVertexID, ResourceID
+from flintlock.runtime.ids import ExecutionAttemptID, ExecutionVertexID
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus
 from flintlock.runtime.scheduler.adaptivebatch.adaptive_batch_scheduler import (
     AdaptiveBatchScheduler,
@@ -93,8 +93,6 @@ class SpeculativeScheduler(AdaptiveBatchScheduler):
         self.check_interval_s: float = configuration.get(SLOW_TASK_CHECK_INTERVAL)
         self.max_concurrent: int = configuration.get(SPECULATIVE_MAX_CONCURRENT_EXECUTIONS)
         self.block_duration_s: float = configuration.get(SPECULATIVE_BLOCK_SLOW_NODE_DURATION)
-        #: speculative attempts started so far (REST / tests)
-        self.speculative_attempts = 0
 
     # ---- events --------------------------------------------------------------------------------
 
@@ -147,7 +145,6 @@ class SpeculativeScheduler(AdaptiveBatchScheduler):
 
     def _start_speculative_attempt(self, vertex_id: ExecutionVertexID) -> None:
         execution = self.graph.add_speculative_execution(vertex_id)
-        self.speculative_attempts += 1
         log.info("job %s: speculative attempt of slow subtask %s", self.graph.job_id,
                  execution.task_name_with_subtask())
         self._transition(execution, ExecutionState.SCHEDULED, "speculative attempt of a slow subtask")
@@ -188,6 +185,3 @@ class SpeculativeScheduler(AdaptiveBatchScheduler):
         vertex = self.graph.vertex(execution.attempt_id.execution_vertex_id)
         vertex.archive_ended_speculative()
         super()._on_terminal(execution)
-
-    def blocked_nodes(self) -> frozenset[ResourceID]:
-        return self.pool.blocked()
