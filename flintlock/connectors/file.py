@@ -354,7 +354,10 @@ class FileSink:
         """Publish the attempts' part files (``committables[i]`` = subtask i's directory).
 
         Idempotent: a commit that already happened (no temporary directory left) does nothing;
-        a commit interrupted half-way resumes where it stopped.
+        a commit interrupted half-way resumes where it stopped. The ``_COMMITTING`` marker stays
+        until ``release``: a JobManager that dies after publishing but before the job's result
+        is recorded leaves it, and the next leader's run of the job rolls the output back and
+        publishes it once more instead of failing on "already holds data".
         """
         fs, root, _ = self._root()
         fs_job, job_tmp = self._job_tmp(job_id)
@@ -380,6 +383,11 @@ class FileSink:
                     name = f"{name}.{ext}"
                 fs.move(entry.path, f"{root}/part-{subtask:05d}-{name}")
             fs.delete_dir(src_dir)
+
+    def release(self, job_id: str) -> None:
+        """The job's result is recorded (the Dispatcher calls this after its JobResultStore
+        entry): remove its temporary directory and the ``_COMMITTING`` marker. Idempotent."""
+        fs, job_tmp = self._job_tmp(job_id)
         self._remove_temporary(fs, job_tmp)
 
     def _start_committing(self, fs: pafs.FileSystem, root: str, job_tmp: str) -> None:

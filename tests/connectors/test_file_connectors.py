@@ -147,8 +147,19 @@ def test_a_commit_interrupted_by_a_leader_death_is_rolled_back_before_the_job_ru
         pq.write_table(pa.table({"id": [i]}), staged[i] / "part-0.parquet")
     sink.commit("job-a", [str(staged[0]), str(staged[1])])
     assert sorted(pq.read_table(str(out)).column("id").to_pylist()) == [0, 1]
+    # published, but the leader died before the job's result was recorded: the marker is
+    # still there, so the next leader's run rolls back and publishes once more
+    assert (out / "_temporary" / "job-a" / "_COMMITTING").exists()
+    sink.prepare("job-a")
+    assert sorted(p.name for p in out.iterdir()) == []
+    for i in (0, 1):
+        staged[i].mkdir(parents=True)
+        pq.write_table(pa.table({"id": [i]}), staged[i] / "part-0.parquet")
+    sink.commit("job-a", [str(staged[0]), str(staged[1])])
+    sink.release("job-a")  # the result is recorded
+    assert not (out / "_temporary").exists()
     with pytest.raises(SinkException, match="already holds data"):
-        sink.prepare("job-a")  # committed completely: its output is not removed
+        sink.prepare("job-a")  # committed and recorded: its output is not removed
     assert sorted(pq.read_table(str(out)).column("id").to_pylist()) == [0, 1]
 
 
@@ -184,6 +195,7 @@ def test_file_sink_two_phase_commit_and_abort(tmp_path, spark_provider):
     assert visible == []  # nothing visible before commit
     pickle.loads(cloudpickle.dumps(sink)).commit(jid, committables)
     sink.commit(jid, committables)  # idempotent
+    sink.release(jid)  # the Dispatcher recorded the result: the other attempts' files go too
     files = sorted(p.name for p in out.iterdir())
     assert all(f.startswith(("part-00000-", "part-00001-")) for f in files), files
     ids = sorted(i for f in files for i in pq.read_table(out / f).column("id").to_pylist())

@@ -78,6 +78,20 @@ def _default_job_master_factory(**kwargs: Any) -> Any:
     return JobMaster(**kwargs)
 
 
+def _release_sinks(job_graph: JobGraph) -> None:
+    """A FINISHED job's result is recorded: sinks drop what kept its commit recoverable
+    (``FileSink.release``: the ``_COMMITTING`` marker). Failures are logged, never raised."""
+    for vertex in job_graph.vertices:
+        for sink in vertex.sinks:
+            release = getattr(sink, "release", None)
+            if callable(release):
+                try:
+                    release(str(job_graph.job_id))
+                except Exception:
+                    log.warning("job %s: releasing sink %r failed", job_graph.job_id, sink,
+                                exc_info=True)
+
+
 @dataclass
 class JobManagerRunner:
     """One submitted job while it runs: its JobGraph, JobMaster and gateway."""
@@ -281,6 +295,8 @@ class Dispatcher(FencedRpcEndpoint):
                 log.warning("the result of job %s is not recorded: %s", archived.job_id, exc)
             except Exception:  # the next leader finishes the cleanup of a dirty entry
                 log.exception("recording the result of job %s failed", archived.job_id)
+        if runner is not None and archived.state is JobStatus.FINISHED:
+            _release_sinks(runner.job_graph)
         if archived.job_type is JobType.STREAMING:
             self.schedule(COLLECT_RETENTION_S, self._release_collect, archived.job_id,
                           self._collect_root(archived.job_id, archived.configuration))

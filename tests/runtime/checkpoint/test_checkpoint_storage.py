@@ -118,10 +118,11 @@ def test_file_sink_transactions_are_published_once_with_unique_names(tmp_path: P
     assert sink.commit_transactions("job", [(1, str(txn))]) == 0  # idempotent
     names = sorted(p.name for p in (tmp_path / "out").iterdir() if not p.name.startswith("_"))
     assert names == ["part-00001-00000-u1-c000.snappy.parquet"]
-    # the job's final commit publishes the rest and removes the temporary files
+    # the job's final commit publishes the rest; release removes the temporary files
     later = Path(sink.temporary_dir("job", "attempt-a/txn-00001"))
     later.mkdir(parents=True)
     pq.write_table(pa.table({"a": [3]}), later / "part-00000-u2-c000.snappy.parquet")
     sink.commit("job", [sink.temporary_dir("job", "attempt-a")])
     assert sorted(pq.read_table(tmp_path / "out").column("a").to_pylist()) == [1, 2, 3]
+    sink.release("job")  # the Dispatcher recorded the job's result
     assert not (tmp_path / "out" / "_temporary").exists()
