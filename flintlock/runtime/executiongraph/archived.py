@@ -171,11 +171,14 @@ class ArchivedJobVertex:
         return counts
 
     def metrics(self) -> IOMetrics:
-        r_in = sum(s.metrics.records_in for s in self.subtasks)
-        r_out = sum(s.metrics.records_out for s in self.subtasks)
-        b_in = sum(s.metrics.bytes_in for s in self.subtasks)
-        b_out = sum(s.metrics.bytes_out for s in self.subtasks)
-        return IOMetrics(r_in, r_out, b_in, b_out)
+        return summed_io(self.subtasks)
+
+
+def summed_io(attempts: Iterable[ArchivedExecution]) -> IOMetrics:
+    """The attempts' counts added up (a vertex's, or its attempts on one TaskManager)."""
+    ios = [a.metrics for a in attempts]
+    return IOMetrics(sum(m.records_in for m in ios), sum(m.records_out for m in ios),
+                     sum(m.bytes_in for m in ios), sum(m.bytes_out for m in ios))
 
 
 @dataclass(frozen=True)

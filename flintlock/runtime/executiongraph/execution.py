@@ -150,6 +150,4 @@ def _accumulated_ms(live: LiveTaskMetrics | None) -> dict[str, float]:
 
 def _live_io(live: LiveTaskMetrics | None) -> IOMetrics:
     """The counts of the last live report (what a running or cancelled streaming task did)."""
-    if live is None:
-        return IOMetrics()
-    return IOMetrics(live.records_in, live.records_out, live.bytes_in, live.bytes_out)
+    return IOMetrics() if live is None else live.io()

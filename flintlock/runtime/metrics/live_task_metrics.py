@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flintlock.runtime.ids import ExecutionAttemptID
+from flintlock.runtime.taskmanager.task_execution_state import IOMetrics
 
 __all__ = ["MIN_WATERMARK_METRIC", "LiveMetricsReporter", "LiveTaskMetrics", "backpressure_level"]
 
@@ -47,6 +48,10 @@ class LiveTaskMetrics:
     output_watermark: int | None = None
     accumulated_back_pressured_ms: float = 0.0
     accumulated_idle_ms: float = 0.0
+
+    def io(self) -> IOMetrics:
+        """The report's counts (what the attempt processed so far)."""
+        return IOMetrics(self.records_in, self.records_out, self.bytes_in, self.bytes_out)
 
 
 def backpressure_level(ratio: float) -> str:

@@ -144,9 +144,7 @@ class TaskMetricStore:
         if io is not None:
             changes["io"] = io
         elif state.is_terminal() and sample.live is not None:  # what it last reported
-            live = sample.live
-            changes["io"] = IOMetrics(live.records_in, live.records_out, live.bytes_in,
-                                      live.bytes_out)
+            changes["io"] = sample.live.io()
         self._samples[key] = replace(sample, **changes)  # type: ignore[arg-type]
 
     def live_metrics_reported(self, job_id: JobID, live: LiveTaskMetrics) -> None:

@@ -35,6 +35,7 @@ from flintlock.runtime.executiongraph.archived import (
     ArchivedExecutionGraph,
     ArchivedJobVertex,
     aggregate_vertex_state,
+    summed_io,
 )
 from flintlock.runtime.ids import ExecutionAttemptID, JobID
 from flintlock.runtime.jobgraph.types import ExecutionState, JobType
@@ -144,12 +145,8 @@ def summed_io_info(subtasks: Sequence[ArchivedExecution], now_ms: int) -> dict[s
     """The ``IOMetricsInfo`` of several attempts (a vertex's, or its attempts on one
     TaskManager): counts and accumulated times summed, complete when all are (Flink
     ``MutableIOMetrics.addIOMetrics`` over the attempts)."""
-    total = IOMetrics(sum(s.metrics.records_in for s in subtasks),
-                      sum(s.metrics.records_out for s in subtasks),
-                      sum(s.metrics.bytes_in for s in subtasks),
-                      sum(s.metrics.bytes_out for s in subtasks))
     times = [accumulated_times(s, now_ms) for s in subtasks]
-    return io_metrics_info(total, bool(subtasks) and all(s.metrics_complete for s in subtasks),
+    return io_metrics_info(summed_io(subtasks), bool(subtasks) and all(s.metrics_complete for s in subtasks),
                            (sum(t[0] for t in times), sum(t[1] for t in times),
                             sum(t[2] for t in times)))
 
