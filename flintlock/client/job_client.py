@@ -178,11 +178,14 @@ def wait_for_savepoint(status: Callable[[], Mapping[str, Any]], timeout_s: float
         time.sleep(0.1)
 
 
-#: how often a waiting client without progress bars looks for failures and restarts (seconds)
-_REPORT_INTERVAL_S = 0.25
-#: the result poll backs off from 5 ms to this (a poll of a running job costs the JobManager well
-#: under 1 ms; Flink's RestClusterClient backs off to 2 s, which short batch jobs would pay)
-_MAX_POLL_INTERVAL_S = 0.05
+#: how often a waiting client without progress bars looks for failures and restarts (seconds; a
+#: look fetches the whole job from its JobMaster)
+_REPORT_INTERVAL_S = 1.0
+#: the result poll backs off from 5 ms to this (seconds). A poll is cheap for the JobManager but
+#: not free: on a busy host every request costs its event loop a wake-up, and 50 waiting clients
+#: polled 20 times a second each. Flink's RestClusterClient backs off to 2 s, which short batch
+#: jobs would pay.
+_MAX_POLL_INTERVAL_S = 0.1
 
 
 class PollingJobClient:

@@ -39,7 +39,7 @@ def follow_job(
     snapshot: Callable[[], ArchivedExecutionGraph],
     is_done: Callable[[], bool],
     console: Console | None = None,
-    interval_s: float = 0.1,
+    interval_s: float = 0.25,
     report: Callable[[ArchivedExecutionGraph], list[str]] | None = None,
 ) -> None:
     """Render progress until ``is_done()``; ``snapshot()`` returns the job's current graph.

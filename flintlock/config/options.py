@@ -9,6 +9,7 @@ Spark sessions unvalidated.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -239,6 +240,21 @@ TM_SPARK_WARM_UP = option(
     "Run one small plan on a TaskManager's fresh Spark server in the background once it has "
     "registered, so the first job does not pay for class loading and code generation "
     "(flintlock's own key).")
+
+
+def _nice(value: Any) -> int:
+    nice = _int(value)
+    if not 0 <= nice <= 19:
+        raise ValueError(f"{value!r} is not a nice value between 0 and 19")
+    return nice
+
+
+TM_SPARK_NICE = option(
+    "taskmanager.spark.nice", 10, _nice,
+    "Scheduling niceness (0-19, Linux nice) of the TaskManager's embedded Spark server and the "
+    "Python workers it starts; its own RPC and heartbeats keep the process's (flintlock's own "
+    "key). On a busy host the data plane then yields the CPU to every flintlock process's "
+    "control plane, so heartbeats stay on time; 0 runs Spark at the TaskManager's priority.")
 TM_HOST = option("taskmanager.host", "127.0.0.1", _str, "Host the TaskManager binds and advertises.")
 TM_RPC_PORT = option("taskmanager.rpc.port", 0, nonneg_int, "TaskManager RPC port (0 = any).")
 REGISTRATION_TIMEOUT = option("taskmanager.registration.timeout", 300.0, duration,
@@ -527,6 +543,12 @@ LOOP_LAG_WARN = option(
     "metrics.event-loop.warn-threshold", 1.0, duration,
     "A loop that has not run for this long is logged as unresponsive, with the stack of its "
     "thread (flintlock's own key, after dask's distributed.admin.tick.limit).")
+
+IO_POOL_SIZE = option(
+    "cluster.io-pool.size", 4 * (os.cpu_count() or 1), pos_int,
+    "Threads of a JobManager's I/O pool (sink commits, checkpoint metadata, cleanup of job "
+    "files), started with the process so none starts on its event loop. Default: 4 x cores "
+    "(Flink's ClusterOptions.CLUSTER_IO_EXECUTOR_POOL_SIZE).")
 
 THREAD_DUMP_MAX_DEPTH = option(
     "cluster.thread-dump.stacktrace-max-depth", 50, pos_int,

@@ -44,6 +44,7 @@ from flintlock.runtime.executiongraph.archived import (
 )
 from flintlock.runtime.highavailability.leader import LeadershipCheck, LeadershipLostException
 from flintlock.runtime.ids import JobID, ResourceID
+from flintlock.runtime.io_executor import io_executor
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import JobStatus, JobType
 from flintlock.runtime.jobmaster.gateway import JobMasterGateway
@@ -78,18 +79,20 @@ def _default_job_master_factory(**kwargs: Any) -> Any:
     return JobMaster(**kwargs)
 
 
+def _releasable_sinks(job_graph: JobGraph) -> list[Any]:
+    return [sink for vertex in job_graph.vertices for sink in vertex.sinks
+            if callable(getattr(sink, "release", None))]
+
+
 def _release_sinks(job_graph: JobGraph) -> None:
-    """A FINISHED job's result is recorded: sinks drop what kept its commit recoverable
-    (``FileSink.release``: the ``_COMMITTING`` marker). Failures are logged, never raised."""
-    for vertex in job_graph.vertices:
-        for sink in vertex.sinks:
-            release = getattr(sink, "release", None)
-            if callable(release):
-                try:
-                    release(str(job_graph.job_id))
-                except Exception:
-                    log.warning("job %s: releasing sink %r failed", job_graph.job_id, sink,
-                                exc_info=True)
+    """I/O thread: a FINISHED job's result is recorded, so its sinks drop what kept its commit
+    recoverable (``FileSink.release``: the ``_COMMITTING`` marker and the temporary directory).
+    Failures are logged, never raised."""
+    for sink in _releasable_sinks(job_graph):
+        try:
+            sink.release(str(job_graph.job_id))
+        except Exception:
+            log.warning("job %s: releasing sink %r failed", job_graph.job_id, sink, exc_info=True)
 
 
 @dataclass
@@ -165,6 +168,8 @@ class Dispatcher(FencedRpcEndpoint):
         self._on_shutdown_requested = on_shutdown_requested
         self._running: dict[JobID, JobManagerRunner] = {}
         self._completed: OrderedDict[JobID, tuple[ArchivedExecutionGraph, JobResult]] = OrderedDict()
+        #: FINISHED jobs whose sinks still release what kept their commit recoverable
+        self._releasing: set[JobID] = set()
         self._savepoints = SavepointOperations()
         #: JobMasters of finished jobs that are still stopping (awaited in ``on_stop``)
         self._stopping: dict[JobID, Any] = {}
@@ -295,8 +300,14 @@ class Dispatcher(FencedRpcEndpoint):
                 log.warning("the result of job %s is not recorded: %s", archived.job_id, exc)
             except Exception:  # the next leader finishes the cleanup of a dirty entry
                 log.exception("recording the result of job %s failed", archived.job_id)
-        if runner is not None and archived.state is JobStatus.FINISHED:
-            _release_sinks(runner.job_graph)
+        if (runner is not None and archived.state is JobStatus.FINISHED
+                and _releasable_sinks(runner.job_graph)):
+            # storage work runs off the loop; the result is handed out once it is done, so a
+            # client that got it finds the output as it stays
+            job_id = archived.job_id
+            self._releasing.add(job_id)
+            released = asyncio.wrap_future(io_executor().submit(_release_sinks, runner.job_graph))
+            released.add_done_callback(lambda _: self._releasing.discard(job_id))
         if archived.job_type is JobType.STREAMING:
             self.schedule(COLLECT_RETENTION_S, self._release_collect, archived.job_id,
                           self._collect_root(archived.job_id, archived.configuration))
@@ -336,8 +347,12 @@ class Dispatcher(FencedRpcEndpoint):
         return await entry.gateway.request_job_status()
 
     async def request_job_result(self, job_id: JobID) -> JobResult | None:
+        """The JobResult of a globally terminal job whose sinks released what they kept for
+        recovery (``FileSink.release``); None before that."""
         entry = self._lookup(job_id)
-        return entry[1] if isinstance(entry, tuple) else None
+        if not isinstance(entry, tuple) or job_id in self._releasing:
+            return None
+        return entry[1]
 
     async def list_jobs(self) -> tuple[JobDetails, ...]:
         now = self.clock.now_ms()

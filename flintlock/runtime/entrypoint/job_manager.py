@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from flintlock.config import Configuration, IllegalConfigurationException
 from flintlock.config.options import (
     CHECKPOINTS_DIR,
+    IO_POOL_SIZE,
     JM_BIND_HOST,
     JM_RPC_ADDRESS,
     JM_RPC_PORT,
@@ -65,6 +66,7 @@ from flintlock.runtime.highavailability.leader import (
     LeadershipLostException,
 )
 from flintlock.runtime.highavailability.services import create_ha_services
+from flintlock.runtime.io_executor import configure_io_pool, prestart_io_threads
 from flintlock.runtime.logs.files import LogDirectory
 from flintlock.runtime.logs.process_logs import (
     log_directory_for,
@@ -143,6 +145,8 @@ async def _serve(configuration: Configuration, port_file: str | Path | None,
         configuration = configuration.copy().add_all(
             {CHECKPOINTS_DIR.key: f"{ha.directory}/checkpoints"})
     loop_lag = LoopLagMonitor.from_configuration("JobManager", configuration).start()
+    configure_io_pool(configuration.get(IO_POOL_SIZE))
+    await asyncio.to_thread(prestart_io_threads)
     secret = cluster_secret(configuration)
     rpc = GrpcRpcService(
         bind_host=configuration.get(JM_BIND_HOST),

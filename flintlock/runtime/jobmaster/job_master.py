@@ -14,7 +14,6 @@ slots freed, ``disconnect_job_manager`` at the RM and the TaskExecutors, then
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import functools
 import logging
 from collections.abc import Callable
@@ -44,6 +43,7 @@ from flintlock.runtime.heartbeat.heartbeat_manager import (
 from flintlock.runtime.highavailability.job_event_store import FileSystemJobEventStore
 from flintlock.runtime.highavailability.leader import LeadershipCheck
 from flintlock.runtime.ids import AllocationID, ExecutionVertexID, JobVertexID, ResourceID
+from flintlock.runtime.io_executor import SerialExecutor, io_executor
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
 from flintlock.runtime.jobmaster.batch_recovery import BatchJobEvents
@@ -188,9 +188,9 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
         self._pipelined_root = ""
         #: checkpoints and savepoints of a STREAMING job (None for BATCH)
         self.checkpointing: CheckpointCoordinatorShell | None = None
-        #: sink commits/aborts and checkpoint storage run here, one at a time and in order
-        self._io_executor = concurrent.futures.ThreadPoolExecutor(
-            1, thread_name_prefix="jobmaster-io")
+        #: sink commits/aborts and checkpoint storage run here, one at a time and in order, on
+        #: the process's I/O pool (no thread starts on the loop)
+        self._io_executor = SerialExecutor()
         #: in-flight RPCs to other endpoints (awaited briefly on stop)
         self._outgoing: set[asyncio.Task[Any]] = set()
         self._heartbeat_interval, self._heartbeat_timeout = heartbeat_settings(configuration)
@@ -254,7 +254,7 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
             self.rpc_service.unregister(self)
 
     async def on_stop(self) -> None:
-        self._io_executor.shutdown(wait=False)
+        self._io_executor.shutdown()
         if self.job_result is None and self.graph is not None:
             log.info("JobMaster of job %s stopped before the job ended (%s)", self.job_id, self.graph.state.name)
 
@@ -479,10 +479,9 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
         if events is not None:  # submitted before the shutdown: it still runs
             self.run_io(lambda: events.release_restored_partitions(self.check_leadership),
                         _log_failure("releasing restored partitions"))
-        self._io_executor.shutdown(wait=False)
+        self._io_executor.shutdown()
         if self._pipelined_root:  # submitted now: runs even when this endpoint stops next
-            asyncio.get_running_loop().run_in_executor(
-                None, release_job_partitions, self._pipelined_root, self.job_id)
+            io_executor().submit(release_job_partitions, self._pipelined_root, self.job_id)
         log.info("Job %s (%s) reached %s.", self.job_graph.name, self.job_id, archived.state.name)
         if self._termination is not None and not self._termination.done():
             self._termination.set_result(result)

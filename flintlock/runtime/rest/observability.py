@@ -49,8 +49,9 @@ class ObservabilityContext:
     jars: JarStore
 
 
-def observability_context(request: Request) -> ObservabilityContext:
-    """FastAPI dependency: the app's ``ObservabilityContext``."""
+async def observability_context(request: Request) -> ObservabilityContext:
+    """FastAPI dependency: the app's ``ObservabilityContext`` (async: FastAPI runs a sync dependency in its
+    thread pool, a thread hand-off per request)."""
     ctx: ObservabilityContext = request.app.state.observability
     return ctx
 

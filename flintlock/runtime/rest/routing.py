@@ -53,8 +53,9 @@ class RestContext:
     high_availability: Callable[[], dict[str, Any]] | None = None
 
 
-def rest_context(request: Request) -> RestContext:
-    """FastAPI dependency: the app's ``RestContext``."""
+async def rest_context(request: Request) -> RestContext:
+    """FastAPI dependency: the app's ``RestContext`` (async: FastAPI runs a sync dependency in its
+    thread pool, a thread hand-off per request)."""
     ctx: RestContext = request.app.state.rest
     return ctx
 

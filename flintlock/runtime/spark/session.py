@@ -31,8 +31,9 @@ import weakref
 from typing import Any
 
 from flintlock.config import Configuration
-from flintlock.config.options import TM_CPU_CORES
+from flintlock.config.options import TM_CPU_CORES, TM_SPARK_NICE
 from flintlock.config.sensitive import hide_credentials
+from flintlock.runtime.spark.priority import call_niced, new_session_gateway
 
 __all__ = [
     "DEFAULT_GC",
@@ -157,8 +158,9 @@ def embedded_java_options(extra: str) -> str:
     return options
 
 
-def _start_local_server(master: str, settings: dict[str, str]) -> int:
-    """Start (once per process) the embedded Connect server; return its gRPC port."""
+def _start_local_server(master: str, settings: dict[str, str], nice: int = 0) -> int:
+    """Start (once per process) the embedded Connect server ``nice`` (``taskmanager.spark.nice``)
+    below this process's CPU priority (``priority``); return its gRPC port."""
     with _server_lock:
         if _local_server:
             if _local_server["master"] != master:
@@ -176,7 +178,8 @@ def _start_local_server(master: str, settings: dict[str, str]) -> int:
         opts["spark.driver.extraJavaOptions"] = embedded_java_options(
             opts.get("spark.driver.extraJavaOptions", ""))
         os.environ["SPARK_LOCAL_REMOTE"] = "1"
-        ConnectSession._start_connect_server(master, opts)
+        with new_session_gateway(nice):
+            call_niced(nice, lambda: ConnectSession._start_connect_server(master, opts))
         classic = ClassicSession._instantiatedSession
         assert classic is not None, "embedded Spark Connect server did not start"
         classic.sparkContext.setLogLevel("ERROR")
@@ -336,7 +339,8 @@ class SparkSessionProvider:
             url = str(remote)
             runtime = {k: v for k, v in settings.items() if k not in _STATIC_DEFAULTS}
         else:
-            port = _start_local_server(str(remote), settings)
+            port = _start_local_server(str(remote), settings,
+                                       self._configuration.get(TM_SPARK_NICE))
             url = f"sc://localhost:{port}"
             runtime = {k: v for k, v in settings.items() if k.startswith("spark.sql.")}
         self._master = hide_credentials(str(remote))  # shown by REST: no Connect token

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import pytest
@@ -140,6 +141,46 @@ def test_cancel_is_forwarded_to_the_job_master() -> None:
         # cancelling a finished job is acknowledged and changes nothing
         await gw.cancel_job(jg.job_id)
         assert await gw.request_job_status(jg.job_id) is JobStatus.CANCELED
+        await d.stop()
+        await rm.stop()
+
+    asyncio.run(body())
+
+
+class BlockingReleaseSink:
+    """A sink whose ``release`` (run by the Dispatcher after the result is recorded) waits for
+    the test and records the thread it ran in."""
+
+    def __init__(self) -> None:
+        self.may_return = threading.Event()
+        self.released: list[tuple[str, str]] = []
+
+    def release(self, job_id: str) -> None:
+        self.released.append((job_id, threading.current_thread().name))
+        self.may_return.wait(30)
+
+
+def test_a_finished_jobs_result_is_handed_out_after_its_sinks_released_off_the_loop() -> None:
+    async def body() -> None:
+        rpc, rm, d, gw, masters = await _setup()
+        sink = BlockingReleaseSink()
+        v = JobVertex(JobVertexID.generate(), "Sink: x", 1, 128,
+                      "flintlock.testing.invokables:NoOpInvokable", sinks=(sink,))
+        jg = JobGraph(JobID.generate(), "with sink", JobType.BATCH, (v,), {})
+        await gw.submit_job(jg)
+        await wait_until(lambda: d._running[jg.job_id].gateway is not None, describe=lambda: "gateway")
+        masters[0].finish("SUCCEEDED")
+        await wait_until(lambda: sink.released, describe=lambda: "release called")
+        # the release blocks a thread of the I/O pool, not the loop: the Dispatcher answers,
+        # the job is FINISHED, and its result waits for the release
+        assert sink.released == [(str(jg.job_id), sink.released[0][1])]
+        assert sink.released[0][1].startswith("flintlock-io")
+        assert await gw.request_job_status(jg.job_id) is JobStatus.FINISHED
+        assert await gw.request_job_result(jg.job_id) is None
+        sink.may_return.set()
+        await wait_until(lambda: jg.job_id not in d._releasing, describe=lambda: "released")
+        result = await gw.request_job_result(jg.job_id)
+        assert result is not None and result.application_status == "SUCCEEDED"
         await d.stop()
         await rm.stop()
 
