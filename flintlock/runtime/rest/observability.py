@@ -50,8 +50,8 @@ class ObservabilityContext:
 
 
 async def observability_context(request: Request) -> ObservabilityContext:
-    """FastAPI dependency: the app's ``ObservabilityContext`` (async: FastAPI runs a sync dependency in its
-    thread pool, a thread hand-off per request)."""
+    """FastAPI dependency: the app's ``ObservabilityContext`` (async: FastAPI runs a sync
+    dependency in its thread pool, a thread hand-off per request)."""
     ctx: ObservabilityContext = request.app.state.observability
     return ctx
 
