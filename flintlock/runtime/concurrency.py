@@ -6,6 +6,9 @@
 - ``run_blocking(fn, *args)``: run a blocking call (file listing, SparkSession start, HA file I/O)
   in a worker thread from async code without blocking the loop (like starlette's
   ``run_in_threadpool``).
+
+Storage work a JobManager orders or must not start threads for runs on the process's I/O pool
+(``flintlock.runtime.io_executor``).
 """
 
 from __future__ import annotations

@@ -29,8 +29,7 @@ __all__ = ["SerialExecutor", "configure_io_pool", "io_executor", "prestart_io_th
 
 _lock = threading.Lock()
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
-_size = 4 * (os.cpu_count() or 1)
-_pool_size = 0
+_size = 4 * (os.cpu_count() or 1)  # the pool's size once it exists
 
 
 def configure_io_pool(size: int) -> None:
@@ -40,7 +39,8 @@ def configure_io_pool(size: int) -> None:
     if size < 1:
         raise ValueError(f"cluster.io-pool.size must be positive, got {size}")
     with _lock:
-        _size = size
+        if _pool is None:
+            _size = size
 
 
 def io_executor() -> concurrent.futures.ThreadPoolExecutor:
@@ -49,12 +49,11 @@ def io_executor() -> concurrent.futures.ThreadPoolExecutor:
 
 
 def _pool_and_size() -> tuple[concurrent.futures.ThreadPoolExecutor, int]:
-    global _pool, _pool_size
+    global _pool
     with _lock:
         if _pool is None:
             _pool = concurrent.futures.ThreadPoolExecutor(_size, thread_name_prefix="flintlock-io")
-            _pool_size = _size
-        return _pool, _pool_size
+        return _pool, _size
 
 
 def prestart_io_threads(timeout_s: float = 30.0) -> int:

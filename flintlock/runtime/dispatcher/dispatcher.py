@@ -84,15 +84,15 @@ def _releasable_sinks(job_graph: JobGraph) -> list[Any]:
             if callable(getattr(sink, "release", None))]
 
 
-def _release_sinks(job_graph: JobGraph) -> None:
+def _release_sinks(job_id: JobID, sinks: list[Any]) -> None:
     """I/O thread: a FINISHED job's result is recorded, so its sinks drop what kept its commit
     recoverable (``FileSink.release``: the ``_COMMITTING`` marker and the temporary directory).
     Failures are logged, never raised."""
-    for sink in _releasable_sinks(job_graph):
+    for sink in sinks:
         try:
-            sink.release(str(job_graph.job_id))
+            sink.release(str(job_id))
         except Exception:
-            log.warning("job %s: releasing sink %r failed", job_graph.job_id, sink, exc_info=True)
+            log.warning("job %s: releasing sink %r failed", job_id, sink, exc_info=True)
 
 
 @dataclass
@@ -300,13 +300,13 @@ class Dispatcher(FencedRpcEndpoint):
                 log.warning("the result of job %s is not recorded: %s", archived.job_id, exc)
             except Exception:  # the next leader finishes the cleanup of a dirty entry
                 log.exception("recording the result of job %s failed", archived.job_id)
-        if (runner is not None and archived.state is JobStatus.FINISHED
-                and _releasable_sinks(runner.job_graph)):
+        sinks = _releasable_sinks(runner.job_graph) if runner is not None else []
+        if archived.state is JobStatus.FINISHED and sinks:
             # storage work runs off the loop; the result is handed out once it is done, so a
             # client that got it finds the output as it stays
             job_id = archived.job_id
             self._releasing.add(job_id)
-            released = asyncio.wrap_future(io_executor().submit(_release_sinks, runner.job_graph))
+            released = asyncio.wrap_future(io_executor().submit(_release_sinks, job_id, sinks))
             released.add_done_callback(lambda _: self._releasing.discard(job_id))
         if archived.job_type is JobType.STREAMING:
             self.schedule(COLLECT_RETENTION_S, self._release_collect, archived.job_id,

@@ -160,7 +160,7 @@ def embedded_java_options(extra: str) -> str:
 
 def _start_local_server(master: str, settings: dict[str, str], nice: int = 0) -> int:
     """Start (once per process) the embedded Connect server ``nice`` (``taskmanager.spark.nice``)
-    below this process's CPU priority (``priority``); return its gRPC port."""
+    below this process's CPU priority (``runtime/spark/priority.py``); return its gRPC port."""
     with _server_lock:
         if _local_server:
             if _local_server["master"] != master:
