@@ -28,9 +28,10 @@ from flintlock.graph.plan import job_graph_plan
 from flintlock.graph.stream_graph import StreamEdge, StreamGraph
 from flintlock.runtime.ids import IntermediateDataSetID, JobID, JobVertexID
 from flintlock.runtime.jobgraph.job_graph import IntermediateDataSet, JobEdge, JobGraph, JobVertex
-from flintlock.runtime.jobgraph.types import JobType, ResultPartitionType
+from flintlock.runtime.jobgraph.types import JobType, ResultPartitionType, ShipStrategy
 from flintlock.runtime.operators.specs import (
     ChainedNode,
+    JoinSpec,
     OperatorChain,
     OutputSpec,
     SinkSpec,
@@ -176,6 +177,7 @@ def _build_vertex(
         parallelism=head.parallelism,
         max_parallelism=max_par[chain.head],
         parallelism_configured=head.parallelism_configured,
+        adaptive_join=_adaptive_join(head.spec, [gate_edges[g] for g in gates_of[chain.head]]),
         invokable_class=invokable_class,
         invokable_payload=cloudpickle.dumps(op_chain),
         operator_ids=tuple(graph.node(nid).operator_id for nid in chain.nodes),
@@ -191,3 +193,11 @@ def _build_vertex(
             if isinstance(graph.node(nid).spec, SinkSpec)
         ),
     )
+
+
+def _adaptive_join(spec: object, gate_edges: list[StreamEdge]) -> str:
+    """``JobVertex.adaptive_join``: the join type of a hash join head with two HASH gates."""
+    if (isinstance(spec, JoinSpec) and not spec.broadcast and len(gate_edges) == 2
+            and all(e.partitioner is ShipStrategy.HASH for e in gate_edges)):
+        return spec.how
+    return ""

@@ -40,6 +40,7 @@ from flintlock.api.transformations import (
     Transformation,
 )
 from flintlock.config.options import AGG_PHASE_STRATEGY, BROADCAST_JOIN_THRESHOLD
+from flintlock.config.optimizer_options import ADAPTIVE_BROADCAST_JOIN_STRATEGY
 from flintlock.graph.size_estimates import estimated_bytes
 from flintlock.graph.stream_graph import (
     DEFAULT_SLOT_SHARING_GROUP,
@@ -320,7 +321,8 @@ class _Builder:
     def _translate_join(self, t: MultiInputTransformation, inputs: list[_Ref]) -> _Ref:
         """A hash join whose small side fits ``table.optimizer.join.broadcast-threshold``
         becomes a broadcast join: that side over a BROADCAST edge, the other side unpartitioned
-        (so the join chains to it)."""
+        (so the join chains to it). Not with ``table.optimizer.adaptive-broadcast-join.strategy:
+        RUNTIME_ONLY``, which leaves the decision to the AdaptiveBatchScheduler."""
         spec = t.spec
         side = spec.broadcast or self._broadcast_side(spec, inputs)
         if side and not spec.broadcast:
@@ -333,7 +335,8 @@ class _Builder:
 
     def _broadcast_side(self, spec: JoinSpec, inputs: list[_Ref]) -> str:
         threshold = int(self._option(BROADCAST_JOIN_THRESHOLD))
-        if threshold < 0 or len(inputs) != 2:
+        if threshold < 0 or len(inputs) != 2 \
+                or self._option(ADAPTIVE_BROADCAST_JOIN_STRATEGY) == "RUNTIME_ONLY":
             return ""
         if any(r.partition is None or r.partition.ship_strategy is not ShipStrategy.HASH
                for r in inputs):

@@ -121,6 +121,9 @@ class TaskDeploymentDescriptor:
             whose collect sinks return their rows as accumulators).
         restore_checkpoint_id, task_restore: the checkpoint this attempt starts from and its
             state in it (Flink ``JobManagerTaskRestore``); None: start from scratch.
+        broadcast_join_side: ``"left"``/``"right"``: the hash join at the head of the chain
+            runs as a broadcast join of that side (the AdaptiveBatchScheduler's adaptive
+            broadcast join; its input gate then reads that side whole); "" as compiled.
     """
 
     job_id: JobID
@@ -140,6 +143,7 @@ class TaskDeploymentDescriptor:
     collect_root: str = ""
     restore_checkpoint_id: int | None = None
     task_restore: TaskStateSnapshot | None = None
+    broadcast_join_side: str = ""
 
     @property
     def subtask_index(self) -> int:

@@ -188,6 +188,29 @@ def test_a_vertex_whose_parallelism_is_not_decided_yet_shows_auto(open_page: Cal
                    "m.parallelismText(undefined)]") == ["auto", "3", "-"]
 
 
+def test_a_join_decided_at_run_time_shows_its_strategy(open_page: Callable[..., Any]) -> None:
+    # the plan's operator_strategy, set when the AdaptiveBatchScheduler made a join a broadcast
+    # join or split its skewed subpartitions
+    page, _ = open_page({"overview": {}, "jobs/overview": {"jobs": []}})
+    strategy = "BROADCAST_HASH_JOIN (adaptive, right side 40213 bytes)"
+    plan = {"nodes": [{"id": "src", "description": "Source", "inputs": []},
+                      {"id": "j", "description": "Join", "operator_strategy": strategy,
+                       "inputs": [{"id": "src", "ship_strategy": "HASH"}]}]}
+    got = _module(page, "dag.js", f"""(() => {{
+        const svg = m.dagSvg({json.dumps(plan)}, [], null, () => {{}});
+        const el = (id) => svg.querySelector(`[data-vertex-id="${{id}}"]`);
+        const text = el("j").querySelector(".dag-strategy");
+        return {{shown: text.textContent, full: text.getAttribute("data-operator-strategy"),
+                 title: el("j").querySelector("title").textContent,
+                 others: el("src").querySelectorAll(".dag-strategy").length,
+                 heights: [el("src"), el("j")].map((g) => +g.querySelector(".dag-box")
+                   .getAttribute("height"))}};
+    }})()""")
+    assert got["full"] == strategy and got["title"].endswith("\n" + strategy)
+    assert got["shown"] == strategy[:30] + "…"  # clipped to the node's width
+    assert got["others"] == 0 and got["heights"][1] == got["heights"][0] + 16
+
+
 def test_a_speculative_attempt_is_listed_under_its_subtask(open_page: Callable[..., Any]) -> None:
     """Speculative execution: REST lists a subtask's other current attempts under
     ``other-concurrent-attempts``; the subtask table shows each as a row of its own."""

@@ -30,8 +30,10 @@ from flintlock.runtime.executiongraph.execution_vertex import (
 from flintlock.runtime.executiongraph.intermediate_result import (
     IntermediateResult,
     IntermediateResultPartition,
+    ConsumedSubpartitions,
     SubpartitionMapping,
     compute_subpartition_mapping,
+    explicit_subpartition_mapping,
 )
 from flintlock.runtime.executiongraph.intermediate_result import (
     dynamic_subpartition_mapping as _dynamic_mapping,
@@ -145,6 +147,7 @@ class ExecutionGraph:
     def initialize_job_vertex(
         self, job_vertex_id: JobVertexID, parallelism: int,
         subpartition_ranges: Sequence[tuple[int, int]] | None = None,
+        input_infos: Mapping[IntermediateDataSetID, Sequence[ConsumedSubpartitions]] | None = None,
     ) -> list[ExecutionVertexID]:
         """Expand a not yet initialized vertex of a dynamic graph into ``parallelism`` subtasks
         (Flink ``DefaultExecutionGraph.initializeJobVertex``).
@@ -155,6 +158,9 @@ class ExecutionGraph:
             subpartition_ranges: per subtask, the inclusive subpartition range it reads of every
                 HASH/REBALANCE input whose producers wrote for an automatically sized consumer
                 (``dynamic_vertices``); None when it has none.
+            input_infos: per consumed dataset, what each subtask reads of it (adaptive joins:
+                a broadcast side read whole, skewed subpartitions split by producer); it
+                replaces ``subpartition_ranges`` for those inputs.
 
         Returns:
             The new subtasks' ids, in subtask order.
@@ -169,7 +175,7 @@ class ExecutionGraph:
         for edge in ejv.job_vertex.inputs:
             if not self.job_vertices[self.producer_vertex_of(edge.source)].initialized:
                 raise ValueError(f"vertex {ejv.name!r}: a producer is not initialized yet")
-        self._initialize(ejv, parallelism, subpartition_ranges, self._now_ms())
+        self._initialize(ejv, parallelism, subpartition_ranges, self._now_ms(), input_infos)
         return [v.id for v in ejv.task_vertices]
 
     def _static_mapping(self, ds: IntermediateDataSet, producers: int) -> SubpartitionMapping | None:
@@ -180,7 +186,9 @@ class ExecutionGraph:
         return compute_subpartition_mapping(ds.ship_strategy, producers, consumer.job_vertex.parallelism)
 
     def _initialize(self, ejv: ExecutionJobVertex, parallelism: int,
-                    ranges: Sequence[tuple[int, int]] | None, now: int) -> None:
+                    ranges: Sequence[tuple[int, int]] | None, now: int,
+                    input_infos: Mapping[IntermediateDataSetID, Sequence[ConsumedSubpartitions]]
+                    | None = None) -> None:
         jv = ejv.job_vertex
         name = self.job_graph.name
         # inputs first: the mapping of each consumed result is fixed now
@@ -188,10 +196,16 @@ class ExecutionGraph:
         for edge in sorted(jv.inputs, key=lambda e: e.type_number):
             result = self.results[edge.source]
             producers = len(result.partitions)
+            subpartitions = result.partitions[0].number_of_subpartitions
             try:
-                mapping = result.mapping if result.mapping is not None else _dynamic_mapping(
-                    edge.ship_strategy, producers, parallelism,
-                    result.partitions[0].number_of_subpartitions, ranges)
+                if result.mapping is not None:
+                    mapping = result.mapping
+                elif input_infos and edge.source in input_infos:
+                    mapping = explicit_subpartition_mapping(
+                        producers, subpartitions, input_infos[edge.source])
+                else:
+                    mapping = _dynamic_mapping(
+                        edge.ship_strategy, producers, parallelism, subpartitions, ranges)
                 if len(mapping.consumed) != parallelism:
                     raise ValueError(f"parallelism {parallelism} does not match the "
                                      f"{len(mapping.consumed)} consumers its producers wrote for")
@@ -474,14 +488,14 @@ class ExecutionGraph:
 
     def _plan(self) -> dict[str, Any]:
         """The JobGraph plan; in a dynamic graph each node carries its vertex's current
-        parallelism (-1 until decided), as Flink regenerates the plan when it initializes
-        vertices."""
+        parallelism (-1 until decided) and, once an adaptive join was decided, its
+        ``operator_strategy``, as Flink regenerates the plan when it initializes vertices."""
         plan = dict(self.job_graph.plan)
         if not self.dynamic_vertices or not isinstance(plan.get("nodes"), list):
             return plan
-        by_id = {str(v.id): v.parallelism for v in self.job_vertices.values()}
+        by_id = {str(v.id): v for v in self.job_vertices.values()}
         plan["nodes"] = [
-            {**node, "parallelism": by_id[node["id"]]}
+            _decided_node(node, by_id[node["id"]])
             if isinstance(node, dict) and node.get("id") in by_id else node
             for node in plan["nodes"]]
         return plan
@@ -507,3 +521,10 @@ class ExecutionGraph:
                 self.next_restart_attempt_ms if self.state is JobStatus.RESTARTING else None
             ),
         )
+
+
+def _decided_node(node: dict[str, Any], vertex: ExecutionJobVertex) -> dict[str, Any]:
+    decided = {**node, "parallelism": vertex.parallelism}
+    if vertex.operator_strategy:
+        decided["operator_strategy"] = vertex.operator_strategy
+    return decided

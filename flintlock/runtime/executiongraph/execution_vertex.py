@@ -143,6 +143,11 @@ class ExecutionJobVertex:
     #: the parallelism it runs at once expanded into subtasks; None until then (a dynamic graph
     #: initializes vertices as their inputs finish)
     decided_parallelism: int | None = None
+    #: ``"left"``/``"right"``: its hash join runs as a broadcast join of that side (adaptive
+    #: broadcast join, decided with its parallelism); "" as compiled
+    broadcast_join_side: str = ""
+    #: what the plan shows for the vertex's strategy once decided at run time ("" otherwise)
+    operator_strategy: str = ""
 
     @property
     def id(self) -> JobVertexID:

@@ -37,6 +37,7 @@ __all__ = [
     "SubpartitionMapping",
     "compute_subpartition_mapping",
     "dynamic_subpartition_mapping",
+    "explicit_subpartition_mapping",
 ]
 
 
@@ -157,6 +158,26 @@ def dynamic_subpartition_mapping(
         raise ValueError(f"RESCALE into {consumers} consumers from {producers} producers that "
                          "wrote one subpartition each")
     return compute_subpartition_mapping(ship_strategy, producers, consumers)
+
+
+def explicit_subpartition_mapping(
+    producers: int, subpartitions: int, consumed: Sequence[ConsumedSubpartitions],
+) -> SubpartitionMapping:
+    """The mapping of an all-to-all edge whose consumers' reads were decided one by one (the
+    adaptive joins' broadcast reads and skewed-subpartition splits; Flink's
+    ``JobVertexInputInfo``): consumer ``i`` reads ``consumed[i]``.
+
+    Raises:
+        ValueError: a read names no producer or one outside ``0..producers-1``, or a
+            subpartition range outside ``0..subpartitions-1``.
+    """
+    for c in consumed:
+        if not c.partition_numbers or not all(0 <= n < producers for n in c.partition_numbers):
+            raise ValueError(f"a consumer reads partitions {c.partition_numbers} of {producers}")
+        if not 0 <= c.subpartition_start <= c.subpartition_end < subpartitions:
+            raise ValueError(f"subpartition range [{c.subpartition_start}, "
+                             f"{c.subpartition_end}] outside 0..{subpartitions - 1}")
+    return SubpartitionMapping((subpartitions,) * producers, tuple(consumed))
 
 
 @dataclass(eq=False)

@@ -82,6 +82,10 @@ class JobVertex:
         parallelism_configured: the program fixed ``parallelism``; False when it is the job's
             default, which the AdaptiveBatchScheduler replaces by one decided at run time
             (Flink leaves such vertices at ``-1`` in a dynamic graph).
+        adaptive_join: the ``JoinSpec.how`` of the hash join at the head of its chain (two HASH
+            input gates, left then right), which the AdaptiveBatchScheduler may run as a
+            broadcast join or split for skew at run time (Flink's ``AdaptiveJoin`` operator);
+            "" for any other chain.
     """
 
     id: JobVertexID
@@ -99,6 +103,7 @@ class JobVertex:
     source: Any = None
     sinks: tuple[Any, ...] = ()
     parallelism_configured: bool = True
+    adaptive_join: str = ""
 
     def __post_init__(self) -> None:
         if self.parallelism < 1:

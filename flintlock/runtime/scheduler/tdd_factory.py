@@ -147,6 +147,7 @@ def create_task_deployment_descriptor(
         collect_root=collect_root(pipelined_root, graph.job_graph.job_id) if pipelined_root else "",
         restore_checkpoint_id=restore[0] if restore else None,
         task_restore=restore[1] if restore else None,
+        broadcast_join_side=vertex.job_vertex.broadcast_join_side,
     )
 
 

@@ -19,6 +19,7 @@ Union -> unionByName; Map/FlatMap/Filter(fn)/MapBatches(arrow) -> mapInArrow; Ma
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from flintlock.runtime.spark.errors import (
 from flintlock.runtime.spark.partitions import GateRead
 from flintlock.runtime.spark.schema import arrow_schema, ddl_field_types, parse_ddl
 
-__all__ = ["TranslatedChain", "shared_nodes_to_cache", "translate_chain"]
+__all__ = ["TranslatedChain", "broadcast_head_join", "shared_nodes_to_cache", "translate_chain"]
 
 _JOIN_HOW = {
     "inner": "inner", "left": "left", "right": "right", "full": "full", "outer": "full",
@@ -177,6 +178,28 @@ def translate_chain(
         for o in node.outputs:
             out.outputs.append((o, index))
     return out
+
+
+def broadcast_head_join(chain: S.OperatorChain, side: str, vertex_name: str) -> S.OperatorChain:
+    """``chain`` with its head hash join turned into a broadcast join of ``side`` (the
+    AdaptiveBatchScheduler's adaptive broadcast join, ``TaskDeploymentDescriptor
+    .broadcast_join_side``; the gate of that side then reads it whole).
+
+    Raises:
+        OperatorException: (non-recoverable) the head is not a hash join, or its join type
+            cannot broadcast ``side``.
+    """
+    head = chain.head()
+    spec = head.spec
+    allowed = S.BROADCAST_RIGHT_JOINS if side == "right" else S.BROADCAST_LEFT_JOINS
+    if not isinstance(spec, S.JoinSpec) or spec.broadcast or side not in ("left", "right") \
+            or spec.how.lower() not in allowed:
+        raise OperatorException(
+            f"vertex '{vertex_name}' was deployed to broadcast the {side!r} side of its head "
+            f"join, but its head is {head.name!r} ({type(spec).__name__}"
+            f"{' ' + spec.how if isinstance(spec, S.JoinSpec) else ''})", non_recoverable=True)
+    node = dataclasses.replace(head, spec=dataclasses.replace(spec, broadcast=side))
+    return dataclasses.replace(chain, nodes=(node, *chain.nodes[1:]))
 
 
 def _is_spark_error(exc: BaseException) -> bool:

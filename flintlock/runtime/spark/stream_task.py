@@ -48,6 +48,7 @@ from flintlock.runtime.shuffle.pipelined import ARROW
 from flintlock.runtime.spark.arrow_segments import write_arrow_segment
 from flintlock.runtime.spark.chain_translator import (
     TranslatedChain,
+    broadcast_head_join,
     operator_error,
     shared_nodes_to_cache,
     translate_chain,
@@ -249,6 +250,8 @@ class SparkStreamTask:
                 f"vertex '{self._tdd.vertex_name}': invokable payload is a "
                 f"{type(chain).__name__}, not an OperatorChain", non_recoverable=True,
             )
+        if self._tdd.broadcast_join_side:
+            chain = broadcast_head_join(chain, self._tdd.broadcast_join_side, self._tdd.vertex_name)
         return chain
 
     def _read_gate(self, spark: Any, index: int) -> GateRead:

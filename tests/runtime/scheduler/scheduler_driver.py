@@ -60,9 +60,11 @@ def make_job(
     sinks: dict[int, tuple[Any, ...]] | None = None,
     configuration: dict[str, str] | None = None,
     auto: frozenset[int] = frozenset(),
+    joins: dict[int, str] | None = None,
 ) -> JobGraph:
     """A JobGraph of ``(name, parallelism)`` vertices and ``(source, target, ship)`` edges;
-    vertices whose index is in ``auto`` have a parallelism the program did not set."""
+    vertices whose index is in ``auto`` have a parallelism the program did not set; ``joins``:
+    vertex index -> the join type of its head hash join (``JobVertex.adaptive_join``)."""
     ids = [JobVertexID.generate() for _ in vertices]
     results: dict[int, list[IntermediateDataSet]] = {i: [] for i in range(len(vertices))}
     inputs: dict[int, list[JobEdge]] = {i: [] for i in range(len(vertices))}
@@ -72,7 +74,8 @@ def make_job(
         inputs[dst].append(JobEdge(ds.id, ids[dst], ship, len(inputs[dst])))
     jvs = tuple(
         JobVertex(ids[i], n, p, 128, "tests:Noop", inputs=tuple(inputs[i]), results=tuple(results[i]),
-                  sinks=(sinks or {}).get(i, ()), parallelism_configured=i not in auto)
+                  sinks=(sinks or {}).get(i, ()), parallelism_configured=i not in auto,
+                  adaptive_join=(joins or {}).get(i, ""))
         for i, (n, p) in enumerate(vertices)
     )
     return JobGraph(JobID.generate(), "job", JobType.BATCH, jvs, configuration=configuration or {})

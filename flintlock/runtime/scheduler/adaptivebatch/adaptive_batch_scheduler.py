@@ -21,6 +21,7 @@ read whole and count against at most half a subtask's data volume.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,11 @@ from flintlock.runtime.executiongraph.intermediate_result import IntermediateRes
 from flintlock.runtime.ids import ExecutionVertexID, JobVertexID
 from flintlock.runtime.jobgraph.job_graph import JobGraph, JobVertex
 from flintlock.runtime.jobgraph.types import JobType, ShipStrategy
+from flintlock.runtime.scheduler.adaptivebatch.adaptive_join import (
+    AdaptiveJoinSettings,
+    JoinInput,
+    decide_adaptive_join,
+)
 from flintlock.runtime.scheduler.adaptivebatch.vertex_parallelism_decider import (
     BlockingInputInfo,
     ParallelismAndInputInfos,
@@ -157,6 +163,8 @@ class AdaptiveBatchScheduler(DefaultScheduler):
         self.settings = settings
         #: the decision for each vertex sized at run time, in the order they were made
         self.decisions: dict[JobVertexID, ParallelismAndInputInfos] = {}
+        #: adaptive broadcast join and skewed-join settings (``adaptive_join``)
+        self.join_settings = AdaptiveJoinSettings.from_configuration(configuration)
         #: how each dynamic source's parallelism was found (``source_parallelism``)
         self._source_reasons: dict[JobVertexID, str] = {}
 
@@ -197,7 +205,10 @@ class AdaptiveBatchScheduler(DefaultScheduler):
                 continue
             decision = self._decide(ejv)
             new.extend(graph.initialize_job_vertex(
-                ejv.id, decision.parallelism, decision.subpartition_ranges or None))
+                ejv.id, decision.parallelism, decision.subpartition_ranges or None,
+                decision.input_infos or None))
+            ejv.broadcast_join_side = decision.broadcast_side
+            ejv.operator_strategy = decision.operator_strategy
             if ejv.id in graph.dynamic_vertices:
                 self.decisions[ejv.id] = decision
                 log.info("job %s: %s runs at parallelism %d (%s)", graph.job_id, ejv.name,
@@ -229,6 +240,10 @@ class AdaptiveBatchScheduler(DefaultScheduler):
             if ds.ship_strategy is ShipStrategy.FORWARD and ds.consumer not in graph.dynamic_vertices:
                 p = graph.job_vertices[ds.consumer].job_vertex.parallelism
                 return ParallelismAndInputInfos(p, (), "its FORWARD consumer's parallelism")
+        if jv.adaptive_join:
+            joined = self._decide_join(jv)
+            if joined is not None:
+                return joined
         max_p = graph.dynamic_vertices[jv.id]
         infos: list[BlockingInputInfo] = []
         for edge in jv.inputs:
@@ -250,6 +265,36 @@ class AdaptiveBatchScheduler(DefaultScheduler):
         if not any(e.ship_strategy in _ALL_TO_ALL for e in jv.inputs):
             decision = ParallelismAndInputInfos(decision.parallelism, (), decision.reason)
         return decision
+
+
+    def _decide_join(self, jv: JobVertex) -> ParallelismAndInputInfos | None:
+        """A hash join head's adaptive broadcast or skew decision (``adaptive_join``), with its
+        reads keyed by dataset id; None when neither applies."""
+        edges = sorted(jv.inputs, key=lambda e: e.type_number)
+        if len(edges) != 2 or any(e.ship_strategy is not ShipStrategy.HASH for e in edges):
+            return None
+        left, right = (JoinInput(_bytes_by_partition(self.graph.results[e.source]))
+                       for e in edges)
+        max_p = self.graph.dynamic_vertices[jv.id]
+        decision = decide_adaptive_join(
+            jv.adaptive_join, left, right, self.join_settings,
+            min(self.settings.min_parallelism, max_p), max_p,
+            self.settings.avg_data_volume_per_task)
+        if decision is None:
+            return None
+        dataset = {"left": edges[0].source, "right": edges[1].source}
+        return dataclasses.replace(decision, input_infos={
+            dataset[side]: reads for side, reads in decision.input_infos.items()})
+
+
+def _bytes_by_partition(result: IntermediateResult) -> tuple[tuple[int, ...], ...]:
+    """Bytes per subpartition of each partition of a finished result (missing sizes as 0)."""
+    n = result.partitions[0].number_of_subpartitions if result.partitions else 0
+    rows = []
+    for partition in result.partitions:
+        sizes = partition.location.bytes_per_subpartition if partition.location is not None else ()
+        rows.append(tuple(int(sizes[k]) if k < len(sizes) else 0 for k in range(n)))
+    return tuple(rows)
 
 
 def _bytes_per_subpartition(result: IntermediateResult) -> tuple[int, ...]:

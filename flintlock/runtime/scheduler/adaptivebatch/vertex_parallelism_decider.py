@@ -22,8 +22,11 @@ No graph, no I/O: volumes in, ``ParallelismAndInputInfos`` out.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from flintlock.runtime.executiongraph.intermediate_result import ConsumedSubpartitions
 
 __all__ = [
     "BlockingInputInfo",
@@ -32,6 +35,8 @@ __all__ = [
     "decide_parallelism",
     "decide_parallelism_and_input_infos",
     "even_subpartition_ranges",
+    "find_max_legal",
+    "find_min_legal",
 ]
 
 #: Flink's ``CAP_RATIO_OF_BROADCAST``: broadcast bytes count against at most this share of a
@@ -66,12 +71,22 @@ class BlockingInputInfo:
 @dataclass(frozen=True)
 class ParallelismAndInputInfos:
     """The decision: ``parallelism`` and, per subtask, the inclusive subpartition range it reads
-    of every all-to-all non-broadcast input (broadcast inputs are read whole)."""
+    of every all-to-all non-broadcast input (broadcast inputs are read whole).
+
+    ``input_infos`` (adaptive joins, ``adaptive_join``): dataset id -> what each subtask reads of
+    that input, by subtask index; it replaces ``subpartition_ranges`` for those inputs (Flink's
+    ``JobVertexInputInfo`` per consumed result). ``broadcast_side``: ``"left"``/``"right"`` when
+    the vertex's hash join runs as a broadcast join of that side. ``operator_strategy``: what
+    the plan shows for the vertex ("" when nothing changed).
+    """
 
     parallelism: int
     subpartition_ranges: tuple[tuple[int, int], ...]
     #: how it was decided ("balanced by data volume" or "even split ...") for logs and REST
     reason: str = ""
+    input_infos: Mapping[Any, tuple[ConsumedSubpartitions, ...]] = field(default_factory=dict)
+    broadcast_side: str = ""
+    operator_strategy: str = ""
 
 
 def decide_parallelism(inputs: Sequence[BlockingInputInfo], min_parallelism: int,
@@ -112,7 +127,7 @@ def even_subpartition_ranges(num_subpartitions: int, parallelism: int) -> tuple[
     return tuple(out)
 
 
-def _find_max_legal(ok: Callable[[int], bool], low: int, high: int) -> int:
+def find_max_legal(ok: Callable[[int], bool], low: int, high: int) -> int:
     """Largest value in ``[low, high]`` with ``ok`` (``ok`` monotone true-then-false); ``low``
     when none (Flink ``BisectionSearchUtils.findMaxLegalValue``)."""
     while low < high:
@@ -124,7 +139,7 @@ def _find_max_legal(ok: Callable[[int], bool], low: int, high: int) -> int:
     return low
 
 
-def _find_min_legal(ok: Callable[[int], bool], low: int, high: int) -> int:
+def find_min_legal(ok: Callable[[int], bool], low: int, high: int) -> int:
     """Smallest value in ``[low, high]`` with ``ok`` (false-then-true); ``high`` when none."""
     while low < high:
         mid = (low + high) // 2
@@ -148,11 +163,11 @@ def _balanced(volumes: Sequence[int], limit: int, min_p: int, max_p: int) -> lis
     if len(ranges) < min_p:
         # the largest limit still giving >= min_p ranges, then the smallest limit giving that
         # same count (smaller limits spread the data more evenly)
-        adjusted = _find_max_legal(lambda v: count(v) >= min_p, low, limit)
+        adjusted = find_max_legal(lambda v: count(v) >= min_p, low, limit)
         reached = count(adjusted)
-        adjusted = _find_min_legal(lambda v: count(v) == reached, low, adjusted)
+        adjusted = find_min_legal(lambda v: count(v) == reached, low, adjusted)
     else:
-        adjusted = _find_min_legal(lambda v: count(v) <= max_p, limit, high)
+        adjusted = find_min_legal(lambda v: count(v) <= max_p, limit, high)
     ranges = compute_subpartition_ranges(volumes, adjusted)
     return ranges if min_p <= len(ranges) <= max_p else None
 

@@ -71,8 +71,8 @@ function planName(description) {
     .replace(/&quot;/g, '"').replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
 }
 
-function nodeHeight(lines) {
-  return HEADER + 8 + lines.length * LINE + 8 + 3 * LINE + 10;
+function nodeHeight(lines, strategy) {
+  return HEADER + 8 + (lines.length + (strategy ? 1 : 0)) * LINE + 8 + 3 * LINE + 10;
 }
 
 // Returns {nodes: [{id, x, y, h, lines, vertex, node}], edges: [...], width, height}.
@@ -86,7 +86,7 @@ export function layout(plan, vertices) {
   const heights = layers.map((layer) => layer.reduce((acc, n) => {
     const vertex = byVertex.get(n.id);
     const name = vertex ? vertex.name : planName(n.description);
-    return acc + nodeHeight(operatorLines(name)) + GAP_Y;
+    return acc + nodeHeight(operatorLines(name), n.operator_strategy) + GAP_Y;
   }, -GAP_Y));
   const tallest = Math.max(0, ...heights);
   layers.forEach((layer, d) => {
@@ -95,8 +95,11 @@ export function layout(plan, vertices) {
       const vertex = byVertex.get(n.id)
         || { id: n.id, name: planName(n.description), status: "CREATED" };
       const lines = operatorLines(vertex.name || planName(n.description));
-      const height = nodeHeight(lines);
-      placed.set(n.id, { id: n.id, x: PAD + d * (W + GAP_X), y, h: height, lines, vertex, node: n });
+      // what the AdaptiveBatchScheduler decided for it at run time (adaptive joins), if anything
+      const strategy = n.operator_strategy || "";
+      const height = nodeHeight(lines, strategy);
+      placed.set(n.id, { id: n.id, x: PAD + d * (W + GAP_X), y, h: height, lines, strategy,
+        vertex, node: n });
       y += height + GAP_Y;
     }
   });
@@ -148,7 +151,8 @@ function nodeSvg(n, selected, onSelect, live) {
   const { done, total } = progress(v.tasks);
   const state = v.status || "CREATED";
   const textY = (i) => n.y + HEADER + 8 + 12 + i * LINE;
-  const statsY = n.y + HEADER + 8 + n.lines.length * LINE + 8 + 12;
+  const opLines = n.lines.length + (n.strategy ? 1 : 0);
+  const statsY = n.y + HEADER + 8 + opLines * LINE + 8 + 12;
   const barY = statsY + 2 * LINE + 2;
   const pct = total ? done / total : 0;
   const g = s("g", {
@@ -158,7 +162,8 @@ function nodeSvg(n, selected, onSelect, live) {
     onclick: () => onSelect(v.id),
     onkeydown: (ev) => { if (ev.key === "Enter") onSelect(v.id); },
   },
-  s("title", null, `${v.name}\n${state} · parallelism ${parallelismText(v.parallelism)}`),
+  s("title", null, `${v.name}\n${state} · parallelism ${parallelismText(v.parallelism)}`
+    + (n.strategy ? `\n${n.strategy}` : "")),
   s("rect", { class: "dag-box", x: n.x, y: n.y, width: W, height: n.h, rx: 6 }),
   s("rect", { class: "dag-header", x: n.x, y: n.y, width: W, height: HEADER, rx: 6 }),
   s("rect", { class: "dag-header", x: n.x, y: n.y + HEADER - 6, width: W, height: 6 }),
@@ -166,6 +171,8 @@ function nodeSvg(n, selected, onSelect, live) {
   s("text", { class: "dag-par", x: n.x + W - 10, y: n.y + 16, "text-anchor": "end" },
     `Parallelism: ${parallelismText(v.parallelism)}`),
   n.lines.map((line, i) => s("text", { class: "dag-op", x: n.x + 10, y: textY(i) }, line)),
+  n.strategy ? s("text", { class: "dag-strategy", x: n.x + 10, y: textY(n.lines.length),
+    "data-operator-strategy": n.strategy }, clip(n.strategy)) : null,
   s("text", { class: "dag-stat", x: n.x + 10, y: statsY },
     `In: ${count(m["read-records"])} rec · ${bytes(m["read-bytes"])}`),
   s("text", { class: "dag-stat", x: n.x + 10, y: statsY + LINE },
