@@ -151,6 +151,33 @@ def table(rows: list[dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
+def measure(data: Path, queries: list[str], runs: int, parallelism: int,
+            warm_up_every_query: bool = True) -> list[Run]:
+    """Run every query in the three modes on their own session clusters: a warm-up each (for
+    every query, or only the first when ``warm_up_every_query`` is false), then ``runs`` runs
+    alternating the order run by run."""
+    out: list[Run] = []
+    with tempfile.TemporaryDirectory(prefix="flintlock-speculation-") as tmp:
+        work = Path(tmp)
+        (work / "query.py").write_text(QUERY_PROGRAM.format(repo=str(REPO)))
+        with cluster(work / "healthy", slow=False) as healthy, \
+                cluster(work / "slow", slow=True) as slow, \
+                cluster(work / "slow-speculation", slow=True) as speculating:
+            state = {"healthy": healthy, "slow": slow, "slow+speculation": speculating}
+            for index, query in enumerate(queries):
+                for mode in MODES if warm_up_every_query or index == 0 else ():
+                    r = one_run(mode, state[mode], query, data, work, -1, parallelism)
+                    print(f"{query} {mode} warm-up: job {r.job_s:.2f} s", file=sys.stderr)
+                for run in range(runs):
+                    for mode in (MODES if run % 2 == 0 else MODES[::-1]):
+                        start = time.time()
+                        r = one_run(mode, state[mode], query, data, work, run, parallelism)
+                        print(f"{query} {mode} run {run}: job {r.job_s:.2f} s "
+                              f"(wall {time.time() - start:.1f} s)", file=sys.stderr)
+                        out.append(r)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="data/tpch-sf1")
@@ -159,26 +186,8 @@ def main() -> None:
     parser.add_argument("--parallelism", type=int, default=4)
     args = parser.parse_args()
     data = Path(args.data).resolve()
-    runs: list[Run] = []
     load = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory(prefix="flintlock-speculation-") as tmp:
-        work = Path(tmp)
-        (work / "query.py").write_text(QUERY_PROGRAM.format(repo=str(REPO)))
-        with cluster(work / "healthy", slow=False) as healthy, \
-                cluster(work / "slow", slow=True) as slow, \
-                cluster(work / "slow-speculation", slow=True) as speculating:
-            state = {"healthy": healthy, "slow": slow, "slow+speculation": speculating}
-            for query in args.queries.split(","):
-                for mode in MODES:  # warm-up
-                    r = one_run(mode, state[mode], query, data, work, -1, args.parallelism)
-                    print(f"{query} {mode} warm-up: job {r.job_s:.2f} s", file=sys.stderr)
-                for run in range(args.runs):
-                    for mode in (MODES if run % 2 == 0 else MODES[::-1]):
-                        start = time.time()
-                        r = one_run(mode, state[mode], query, data, work, run, args.parallelism)
-                        print(f"{query} {mode} run {run}: job {r.job_s:.2f} s "
-                              f"(wall {time.time() - start:.1f} s)", file=sys.stderr)
-                        runs.append(r)
+    runs = measure(data, args.queries.split(","), args.runs, args.parallelism)
     rows = summarize(runs)
     body = table(rows)
     print(body)

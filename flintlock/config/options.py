@@ -578,5 +578,5 @@ BROADCAST_JOIN_THRESHOLD = option(
 
 
 from flintlock.config import batch_execution_options as _batch_execution_options  # noqa: E402,F401  (registers its keys)
-from flintlock.config import resource_manager_options as _resource_manager_options  # noqa: E402,F401  (registers its keys)
 from flintlock.config import optimizer_options as _optimizer_options  # noqa: E402,F401  (registers its keys)
+from flintlock.config import resource_manager_options as _resource_manager_options  # noqa: E402,F401  (registers its keys)

@@ -39,8 +39,8 @@ from flintlock.api.transformations import (
     SourceTransformation,
     Transformation,
 )
-from flintlock.config.options import AGG_PHASE_STRATEGY, BROADCAST_JOIN_THRESHOLD
 from flintlock.config.optimizer_options import ADAPTIVE_BROADCAST_JOIN_STRATEGY
+from flintlock.config.options import AGG_PHASE_STRATEGY, BROADCAST_JOIN_THRESHOLD
 from flintlock.graph.size_estimates import estimated_bytes
 from flintlock.graph.stream_graph import (
     DEFAULT_SLOT_SHARING_GROUP,

@@ -28,9 +28,9 @@ from flintlock.runtime.executiongraph.execution_vertex import (
     ExecutionVertex,
 )
 from flintlock.runtime.executiongraph.intermediate_result import (
+    ConsumedSubpartitions,
     IntermediateResult,
     IntermediateResultPartition,
-    ConsumedSubpartitions,
     SubpartitionMapping,
     compute_subpartition_mapping,
     explicit_subpartition_mapping,

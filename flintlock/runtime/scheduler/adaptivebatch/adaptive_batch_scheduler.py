@@ -17,6 +17,10 @@ with a parallelism set by the program run at it. Each new subtask is its own pip
 Rules for edges into an automatically sized vertex: FORWARD takes the producer's parallelism
 (Flink's forward groups), GLOBAL gives 1, RESCALE at most the producer's, BROADCAST inputs are
 read whole and count against at most half a subtask's data volume.
+
+A vertex whose chain head is a hash join (``JobVertex.adaptive_join``) may instead run as a
+broadcast join, or with its skewed subpartitions split by producer (``adaptive_join``, Flink's
+FLIP-470); its subtasks then read per-input subpartition groups and the plan shows the decision.
 """
 
 from __future__ import annotations
