@@ -56,7 +56,7 @@ CONFIGS: dict[str, tuple[str, ...]] = {
         "-D", "table.optimizer.adaptive-broadcast-join.strategy=NONE",
         "-D", "table.optimizer.skewed-join-optimization.strategy=NONE"),
 }
-_FINISHED = re.compile(r"Job (\w+) \(.*\) FINISHED in (\d+) ms")
+_FINISHED = re.compile(r"Job (\w+)\s+\(.*?\)\s+FINISHED in\s+(\d+)\s*ms", re.S)  # rich may wrap
 
 
 @dataclass
@@ -81,7 +81,7 @@ def one_run(scheduler: str, query: str, data: Path, work: Path, state: Path, run
                "--parallelism", str(parallelism)]
     start = time.time()
     proc = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=REPO,
-                          env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+                          env={**os.environ, "PYSPARK_PYTHON": sys.executable, "COLUMNS": "200"})
     wall = time.time() - start
     found = _FINISHED.search(proc.stdout + proc.stderr)
     if proc.returncode != 0 or found is None:
