@@ -186,6 +186,13 @@ def test_every_pair_of_matching_rows_meets_in_exactly_one_subtask(how, producers
     assert len(d.input_infos["left"]) == len(d.input_infos["right"]) == d.parallelism
     met = pairs_read(d, left, right)
     assert set(met) == every_pair(left, right) and set(met.values()) == {1}
+    # a side whose unmatched rows the join keeps is read exactly once: no row is output twice
+    kept = {"left": ("left",), "semi": ("left",), "anti": ("left",), "right": ("right",),
+            "full": ("left", "right"), "inner": ()}[how]
+    for side in kept:
+        cells = [(p, k) for r in d.input_infos[side] for p in r.partition_numbers
+                 for k in range(r.subpartition_start, r.subpartition_end + 1)]
+        assert len(cells) == len(set(cells)) == (producers[0] if side == "left" else producers[1]) * n
     if d.broadcast_side:
         # the build side is read whole by every subtask; the probe side exactly once
         build = d.input_infos[d.broadcast_side]
