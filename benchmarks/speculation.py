@@ -10,7 +10,7 @@ alternating run by run after one warm-up each: on ``healthy`` (the no-slow-node 
 cluster without speculation, and on the other with ``execution.batch.speculative.enabled``
 (detector: check every 0.5 s, baseline lower bound 1 s, since the 1 min default would never
 speculate queries of seconds, and baseline ratio 0.5, since with half the slots slow Flink's 0.75
-is never reached; multiplier 1.5 as in Flink; slow nodes blocked for 20 s, longer than a job's
+is never reached; multiplier 1.5 as in Flink; slow nodes blocked for 20 s (``--block``), longer than a job's
 remaining stages, and each run starts once the previous run's block ran out). Reported per query
 (medians of the job durations the client prints): each mode's time and slow / healthy with
 speculation off and on. Target (issue 15): with the slow TaskManager, speculation brings the job
@@ -49,8 +49,9 @@ from benchmarks.machine import write_page
 
 MODES = ("healthy", "slow", "slow+speculation")
 SLOWDOWN = 5
+#: how long a slow node stays blocked (``--block``; 20 s by default)
+BLOCK = "20 s"
 SPECULATION = ("execution.batch.speculative.enabled=true",
-               "execution.batch.speculative.block-slow-node-duration=20 s",
                "slow-task-detector.execution-time.baseline-ratio=0.5",
                "slow-task-detector.check-interval=500 ms",
                "slow-task-detector.execution-time.baseline-lower-bound=1 s")
@@ -91,19 +92,20 @@ def cluster(state: Path, slow: bool) -> Iterator[Path]:
 def wait_unblocked(state: Path) -> None:
     """Until no TaskManager of the cluster is blocked (``/overview`` ``taskmanagers-blocked``)."""
     port = json.loads((state / "jobmanager.port").read_text())["rest_port"]
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300
     while httpx.get(f"http://127.0.0.1:{port}/overview").json().get("taskmanagers-blocked"):
         if time.monotonic() > deadline:
-            raise RuntimeError(f"a TaskManager of {state} is still blocked after 120 s")
+            raise RuntimeError(f"a TaskManager of {state} is still blocked after 300 s")
         time.sleep(0.2)
 
 
 def one_run(mode: str, state: Path, query: str, data: Path, work: Path, run: int,
-            parallelism: int) -> Run:
+            parallelism: int, block: str = BLOCK) -> Run:
     out = work / f"out-{mode}-{query}-{run}"
     flags = ["-D", "execution.batch.adaptive.auto-parallelism.enabled=false"]
     if mode == "slow+speculation":
-        flags += [a for option in SPECULATION for a in ("-D", option)]
+        flags += [a for option in (*SPECULATION, f"execution.batch.speculative."
+                                   f"block-slow-node-duration={block}") for a in ("-D", option)]
         wait_unblocked(state)
     command = [*FLINTLOCK, "run", "--target", "remote", "-D", f"cluster.state-dir={state}",
                *flags, str(work / "query.py"), "--query", query, "--data", str(data),
@@ -152,7 +154,7 @@ def table(rows: list[dict[str, object]]) -> str:
 
 
 def measure(data: Path, queries: list[str], runs: int, parallelism: int,
-            warm_up_every_query: bool = True) -> list[Run]:
+            warm_up_every_query: bool = True, block: str = BLOCK) -> list[Run]:
     """Run every query in the three modes on their own session clusters: a warm-up each (for
     every query, or only the first when ``warm_up_every_query`` is false), then ``runs`` runs
     alternating the order run by run."""
@@ -166,12 +168,13 @@ def measure(data: Path, queries: list[str], runs: int, parallelism: int,
             state = {"healthy": healthy, "slow": slow, "slow+speculation": speculating}
             for index, query in enumerate(queries):
                 for mode in MODES if warm_up_every_query or index == 0 else ():
-                    r = one_run(mode, state[mode], query, data, work, -1, parallelism)
+                    r = one_run(mode, state[mode], query, data, work, -1, parallelism, block)
                     print(f"{query} {mode} warm-up: job {r.job_s:.2f} s", file=sys.stderr)
                 for run in range(runs):
                     for mode in (MODES if run % 2 == 0 else MODES[::-1]):
                         start = time.time()
-                        r = one_run(mode, state[mode], query, data, work, run, parallelism)
+                        r = one_run(mode, state[mode], query, data, work, run, parallelism,
+                                    block)
                         print(f"{query} {mode} run {run}: job {r.job_s:.2f} s "
                               f"(wall {time.time() - start:.1f} s)", file=sys.stderr)
                         out.append(r)
@@ -184,17 +187,20 @@ def main() -> None:
     parser.add_argument("--queries", default=",".join(f"q{i}" for i in range(1, 23)))
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--parallelism", type=int, default=4)
+    parser.add_argument("--block", default=BLOCK,
+                        help="execution.batch.speculative.block-slow-node-duration")
     args = parser.parse_args()
     data = Path(args.data).resolve()
     load = os.getloadavg()[0]
-    runs = measure(data, args.queries.split(","), args.runs, args.parallelism)
+    runs = measure(data, args.queries.split(","), args.runs, args.parallelism, block=args.block)
     rows = summarize(runs)
     body = table(rows)
     print(body)
     write_page("benchmarks/speculation.py", __doc__,
                "Speculative execution: TPC-H with a 5x slow TaskManager", body,
                {"runs": [asdict(r) for r in runs], "rows": rows}, "speculation", load,
-               f", data {data.name}, parallelism {args.parallelism}")
+               f", data {data.name}, parallelism {args.parallelism}, slow nodes blocked for "
+               f"{args.block}")
 
 
 if __name__ == "__main__":
