@@ -303,10 +303,4 @@ def _bytes_by_partition(result: IntermediateResult) -> tuple[tuple[int, ...], ..
 
 def _bytes_per_subpartition(result: IntermediateResult) -> tuple[int, ...]:
     """Bytes per subpartition index of a finished result, summed over its partitions."""
-    n = result.partitions[0].number_of_subpartitions if result.partitions else 0
-    totals = [0] * n
-    for partition in result.partitions:
-        sizes = partition.location.bytes_per_subpartition if partition.location is not None else ()
-        for k, size in enumerate(sizes[:n]):
-            totals[k] += int(size)
-    return tuple(totals)
+    return tuple(sum(column) for column in zip(*_bytes_by_partition(result), strict=True))
