@@ -20,10 +20,12 @@ data: $(STAMP)
 	$(BIN)/python -m examples.data --sf $(SF) --out $(DATA)
 
 demo: data
+	-$(BIN)/python -m flintlock.runtime.spark.class_data_sharing ensure
 	$(BIN)/python -m examples.demo --data $(DATA) --sf $(SF)
 
 test: $(STAMP)
 	$(BIN)/python -m examples.data --sf 0.01 --out $(DATA)/test --quiet
+	-$(BIN)/python -m flintlock.runtime.spark.class_data_sharing ensure
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 lint: $(STAMP)

@@ -99,7 +99,8 @@ def one_run(mode: str, query: str, data: Path, work: Path, state: Path, run: int
     out = work / f"out-{mode}-{query}-{run}"
     program = work / ("pyspark_query.py" if mode == "pyspark" else "query.py")
     if mode == "pyspark":
-        tpch = next(data.glob("tpch-sf*"))
+        # a TPC-H directory itself, or a data root holding one (as the examples accept)
+        tpch = data if (data / "lineitem").is_dir() else next(data.glob("tpch-sf*"))
         command = [sys.executable, str(program), query, str(tpch), str(out)]
     else:
         target = {"session": "remote"}.get(mode, mode)

@@ -31,7 +31,12 @@ import weakref
 from typing import Any
 
 from flintlock.config import Configuration
-from flintlock.config.options import TM_CPU_CORES, TM_SPARK_NICE
+from flintlock.config.options import (
+    TM_CPU_CORES,
+    TM_SPARK_CLASS_DATA_SHARING,
+    TM_SPARK_CLASS_DATA_SHARING_DIR,
+    TM_SPARK_NICE,
+)
 from flintlock.config.sensitive import hide_credentials
 from flintlock.runtime.spark.priority import call_niced, new_session_gateway
 
@@ -339,8 +344,14 @@ class SparkSessionProvider:
             url = str(remote)
             runtime = {k: v for k, v in settings.items() if k not in _STATIC_DEFAULTS}
         else:
+            archive_dir = self._with_class_data_sharing(settings)
             port = _start_local_server(str(remote), settings,
                                        self._configuration.get(TM_SPARK_NICE))
+            if archive_dir is not None:  # no archive yet: the next server of this host has one
+                from flintlock.runtime.spark.class_data_sharing import start_background_build
+
+                start_background_build(archive_dir, embedded_java_options(
+                    settings.get("spark.driver.extraJavaOptions", "")))
             url = f"sc://localhost:{port}"
             runtime = {k: v for k, v in settings.items() if k.startswith("spark.sql.")}
         self._master = hide_credentials(str(remote))  # shown by REST: no Connect token
@@ -356,6 +367,27 @@ class SparkSessionProvider:
         _register_atexit()
         log.info("Spark Connect session %s on %s", session.session_id, hide_credentials(url))
         return session
+
+    def _with_class_data_sharing(self, settings: dict[str, str]) -> str | None:
+        """Add the class-data-sharing archive to the embedded server's JVM options
+        (``class_data_sharing``, ``taskmanager.spark.class-data-sharing``); returns the archive
+        directory when the archive is missing (so that one is built), else None."""
+        if not self._configuration.get(TM_SPARK_CLASS_DATA_SHARING):
+            return None
+        from flintlock.runtime.spark.class_data_sharing import archive_options, default_directory
+
+        directory = (self._configuration.get(TM_SPARK_CLASS_DATA_SHARING_DIR)
+                     or str(default_directory()))
+        extra = settings.get("spark.driver.extraJavaOptions", "")
+        try:
+            sharing = archive_options(directory, embedded_java_options(extra))
+        except OSError as exc:  # an unreadable Spark install or JVM: start without one
+            log.info("no class-data-sharing archive for the Spark server: %s", exc)
+            return None
+        if not sharing:
+            return directory
+        settings["spark.driver.extraJavaOptions"] = f"{extra} {sharing}".strip()
+        return None
 
     def describe(self) -> dict[str, str]:
         """``{"master": ..., "version": ...}`` (starts the session if needed)."""
