@@ -26,7 +26,8 @@ What it needs and what it does:
   ``<dir>/<name>.lock`` (``flock``) so concurrent builds do not collide. ``make test`` and
   ``make demo`` run ``ensure``; a process that starts an embedded server without an archive
   starts a build in the background (once per key: ``<name>.attempted``), at nice 19 in a session
-  of its own, so that the next server has it.
+  of its own, so that the next server has it. A server's start touches its archive; a build
+  deletes the other archives no server used for 30 days (``remove_unused``).
 
 Configuration: ``taskmanager.spark.class-data-sharing`` (on by default) and
 ``taskmanager.spark.class-data-sharing.dir`` (default ``$XDG_CACHE_HOME/flintlock/jvm``, else
@@ -53,7 +54,7 @@ from typing import Any
 from flintlock.runtime.spark.session import DEFAULT_GC
 
 __all__ = ["archive_key", "archive_options", "archive_path", "default_directory", "ensure",
-           "start_background_build", "training_workload"]
+           "remove_unused", "start_background_build", "training_workload"]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,8 @@ _MODULE = "flintlock.runtime.spark.class_data_sharing"
 _MIN_ARCHIVE_BYTES = 1 << 20
 #: how long a build may take before it is given up (seconds)
 BUILD_TIMEOUT_S = 300.0
+#: a build deletes the other archives no server used for this long (seconds)
+UNUSED_FOR_S = 30 * 86400.0
 
 
 def default_directory() -> Path:
@@ -118,7 +121,31 @@ def archive_options(directory: str | os.PathLike[str], java_options: str) -> str
     path = archive_path(directory, java_options)
     if path is None or not path.is_file():
         return ""
+    try:  # its modification time says when it was last used (``remove_unused``)
+        os.utime(path)
+    except OSError:
+        pass
     return f"-XX:SharedArchiveFile={path}"
+
+
+def remove_unused(directory: str | os.PathLike[str], keep: Path,
+                  older_than_s: float = UNUSED_FOR_S, now: float | None = None) -> list[Path]:
+    """Delete the archives in ``directory`` other than ``keep`` that no server used for
+    ``older_than_s`` seconds (those of an upgraded JVM or Spark; ~200 MB each), with their lock,
+    marker and log files; returns the archives deleted."""
+    now = time.time() if now is None else now
+    removed = []
+    for archive in Path(directory).glob("spark-*.jsa"):
+        try:
+            if archive == keep or now - archive.stat().st_mtime < older_than_s:
+                continue
+            archive.unlink()
+        except OSError:
+            continue
+        removed.append(archive)
+        for suffix in (".lock", ".attempted", ".log"):
+            archive.with_suffix(suffix).unlink(missing_ok=True)
+    return removed
 
 
 def ensure(directory: str | os.PathLike[str], java_options: str = DEFAULT_GC,
@@ -254,6 +281,8 @@ def _build(directory: Path, java_options: str, nice: int) -> int:
         return 1
     os.replace(temporary, path)
     print(f"built {path} ({path.stat().st_size >> 20} MiB) in {time.monotonic() - started:.1f} s")
+    for stale in remove_unused(directory, path):
+        print(f"removed {stale}: unused for {UNUSED_FOR_S / 86400:.0f} days")
     return 0
 
 

@@ -151,6 +151,10 @@ DEFAULT_GC = "-XX:+UseParallelGC"
 _GC_FLAG = re.compile(r"-XX:\+Use\w*GC\b")
 
 
+#: JVM options with which a user manages class-data sharing themselves (then flintlock does not)
+_USER_CDS_FLAGS = ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit")
+
+
 def embedded_java_options(extra: str) -> str:
     """The embedded server's driver JVM options: ``extra`` (the user's
     ``spark.driver.extraJavaOptions``) plus ``DEFAULT_GC`` when ``extra`` selects no collector and
@@ -379,6 +383,8 @@ class SparkSessionProvider:
         directory = (self._configuration.get(TM_SPARK_CLASS_DATA_SHARING_DIR)
                      or str(default_directory()))
         extra = settings.get("spark.driver.extraJavaOptions", "")
+        if any(flag in extra for flag in _USER_CDS_FLAGS):  # the user's own archive settings
+            return None
         try:
             sharing = archive_options(directory, embedded_java_options(extra))
         except OSError as exc:  # an unreadable Spark install or JVM: start without one

@@ -138,3 +138,69 @@ def test_a_built_archive_is_mapped_by_the_next_server_and_a_damaged_one_is_refus
     crash_logs = set(Path.cwd().glob("hs_err_pid*.log"))
     assert cds._unusable(damaged, class_path, DEFAULT_GC) != ""
     assert set(Path.cwd().glob("hs_err_pid*.log")) == crash_logs, "the check left a crash log"
+
+
+def _provider(**conf: str):  # type: ignore[no-untyped-def]
+    from flintlock.config import Configuration
+    from flintlock.runtime.spark.session import SparkSessionProvider
+
+    configuration = Configuration()
+    for key, value in conf.items():
+        configuration.set_string(key, value)
+    return SparkSessionProvider(configuration)
+
+
+_DIR_KEY = "taskmanager.spark.class-data-sharing.dir"
+
+
+def test_the_provider_adds_an_existing_archive_to_the_servers_options(tmp_path: Path) -> None:
+    provider = _provider(**{_DIR_KEY: str(tmp_path)})
+    settings = {"spark.driver.extraJavaOptions": "-Xss4m"}
+    assert provider._with_class_data_sharing(settings) == str(tmp_path)  # missing: build one
+    assert settings == {"spark.driver.extraJavaOptions": "-Xss4m"}
+    path = cds.archive_path(tmp_path, DEFAULT_GC)
+    assert path is not None
+    path.write_bytes(b"archive")
+    assert provider._with_class_data_sharing(settings) is None
+    assert settings["spark.driver.extraJavaOptions"] == f"-Xss4m -XX:SharedArchiveFile={path}"
+
+
+@pytest.mark.parametrize("user", ["-Xshare:off", "-XX:SharedArchiveFile=/mine.jsa",
+                                  "-XX:ArchiveClassesAtExit=/mine.jsa"])
+def test_a_users_own_sharing_flags_or_the_switch_leave_the_options_alone(tmp_path: Path,
+                                                                         user: str) -> None:
+    path = cds.archive_path(tmp_path, DEFAULT_GC)
+    assert path is not None
+    path.write_bytes(b"archive")
+    settings = {"spark.driver.extraJavaOptions": user}
+    assert _provider(**{_DIR_KEY: str(tmp_path)})._with_class_data_sharing(settings) is None
+    off = {"spark.driver.extraJavaOptions": ""}
+    provider = _provider(**{_DIR_KEY: str(tmp_path),
+                            "taskmanager.spark.class-data-sharing": "false"})
+    assert provider._with_class_data_sharing(off) is None
+    assert settings == {"spark.driver.extraJavaOptions": user}
+    assert off == {"spark.driver.extraJavaOptions": ""}
+
+
+def test_using_an_archive_touches_it_and_a_build_removes_archives_unused_for_30_days(
+        tmp_path: Path) -> None:
+    current = cds.archive_path(tmp_path, DEFAULT_GC)
+    assert current is not None
+    current.write_bytes(b"archive")
+    os.utime(current, (0, 0))
+    assert cds.archive_options(tmp_path, DEFAULT_GC)
+    assert current.stat().st_mtime > 1e9  # used now
+    day = 86400.0
+    now = current.stat().st_mtime
+    old, recent = tmp_path / "spark-0000000000000001.jsa", tmp_path / "spark-0000000000000002.jsa"
+    for archive, age in ((old, 31 * day), (recent, 29 * day)):
+        archive.write_bytes(b"other")
+        archive.with_suffix(".lock").write_text("")
+        os.utime(archive, (now - age, now - age))
+    os.utime(current, (now - 60 * day, now - 60 * day))  # kept: it is the one just built
+    other = tmp_path / "notes.txt"
+    other.write_text("not an archive")
+    assert cds.remove_unused(tmp_path, keep=current, now=now) == [old]
+    assert not old.exists() and not old.with_suffix(".lock").exists()
+    assert recent.exists() and recent.with_suffix(".lock").exists()
+    assert current.exists() and other.exists()
