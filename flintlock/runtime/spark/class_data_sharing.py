@@ -61,6 +61,8 @@ log = logging.getLogger(__name__)
 #: this module's import name (``__name__`` is ``__main__`` when it runs as ``python -m``)
 _MODULE = "flintlock.runtime.spark.class_data_sharing"
 
+#: a temporary dump older than this belongs to a build that was killed (seconds)
+_STALE_DUMP_S = 600.0
 #: an archive smaller than this is a failed dump (a real one is ~200 MB)
 _MIN_ARCHIVE_BYTES = 1 << 20
 #: how long a build may take before it is given up (seconds)
@@ -246,6 +248,9 @@ def _build(directory: Path, java_options: str, nice: int) -> int:
         return 0
     if path.is_file():
         return 0
+    for stale in path.parent.glob(f"{path.name}.*.tmp"):  # left by a build that was killed
+        if time.time() - stale.stat().st_mtime > _STALE_DUMP_S:
+            stale.unlink(missing_ok=True)
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     started = time.monotonic()
     settings = spark_session.default_spark_settings(1)
@@ -257,7 +262,11 @@ def _build(directory: Path, java_options: str, nice: int) -> int:
 
     port = spark_session._start_local_server("local[1]", settings, nice)
     session = ConnectSession.builder.remote(f"sc://localhost:{port}").create()
-    training_workload(session)
+    failure = ""
+    try:
+        training_workload(session)
+    except Exception as exc:  # the JVM still has to be stopped and its dump discarded
+        failure = f"the training workload failed: {type(exc).__name__}: {exc}"
     session.client.close()
     classic = ClassicSession._instantiatedSession
     gateway = classic.sparkContext._gateway if classic is not None else None
@@ -269,10 +278,11 @@ def _build(directory: Path, java_options: str, nice: int) -> int:
     classic.sparkContext.stop()
     proc.stdin.close()  # the gateway JVM exits on EOF and writes the archive on its way out
     proc.wait(timeout=BUILD_TIMEOUT_S)
-    if (proc.returncode != 0 or not temporary.is_file()
-            or temporary.stat().st_size < _MIN_ARCHIVE_BYTES):
+    if failure or (proc.returncode != 0 or not temporary.is_file()
+                   or temporary.stat().st_size < _MIN_ARCHIVE_BYTES):
         temporary.unlink(missing_ok=True)
-        print(f"the JVM wrote no archive (exit code {proc.returncode})", file=sys.stderr)
+        print(failure or f"the JVM wrote no archive (exit code {proc.returncode})",
+              file=sys.stderr)
         return 1
     problem = _unusable(temporary, class_path, java_options)
     if problem:

@@ -204,3 +204,30 @@ def test_using_an_archive_touches_it_and_a_build_removes_archives_unused_for_30_
     assert not old.exists() and not old.with_suffix(".lock").exists()
     assert recent.exists() and recent.with_suffix(".lock").exists()
     assert current.exists() and other.exists()
+
+
+_FAILING_BUILD = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from flintlock.runtime.spark import class_data_sharing as cds
+
+    def broken(session, scratch_dir=None):
+        raise RuntimeError("training broke")
+
+    cds.training_workload = broken
+    sys.exit(cds._build(Path(sys.argv[1]), cds.DEFAULT_GC, 0))
+""")
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.process
+@pytest.mark.timeout(300)
+def test_a_build_whose_training_fails_stops_its_jvm_and_leaves_no_dump(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    done = subprocess.run([sys.executable, "-c", _FAILING_BUILD, str(tmp_path)],
+                          capture_output=True, text=True, timeout=240, env=env)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert "the training workload failed: RuntimeError: training broke" in done.stderr
+    assert not list(tmp_path.glob("*.jsa")) and not list(tmp_path.glob("*.tmp")), \
+        sorted(p.name for p in tmp_path.iterdir())
