@@ -51,7 +51,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flintlock.runtime.spark.session import DEFAULT_GC
+from flintlock.runtime.spark.session import DEFAULT_GC, collector_flag
 
 __all__ = ["archive_key", "archive_options", "archive_path", "default_directory", "ensure",
            "remove_unused", "start_background_build", "training_workload"]
@@ -91,11 +91,6 @@ def _spark_jars() -> tuple[str, list[tuple[str, int]]]:
     return str(pyspark.__version__), listing
 
 
-def _collector(java_options: str) -> str:
-    flags = [f for f in java_options.split() if f.startswith("-XX:+Use") and f.endswith("GC")]
-    return flags[-1] if flags else DEFAULT_GC
-
-
 def archive_key(java: str, java_identity: tuple[int, float], spark_version: str,
                 jars: list[tuple[str, int]], collector: str) -> str:
     """The key of an archive: 16 hex digits over the JVM (executable path, size and mtime), the
@@ -113,7 +108,7 @@ def archive_path(directory: str | os.PathLike[str], java_options: str) -> Path |
     stat = os.stat(java)
     version, jars = _spark_jars()
     key = archive_key(java, (stat.st_size, stat.st_mtime), version, jars,
-                      _collector(java_options))
+                      collector_flag(java_options))
     return Path(directory) / f"spark-{key}.jsa"
 
 
@@ -150,6 +145,12 @@ def remove_unused(directory: str | os.PathLike[str], keep: Path,
     return removed
 
 
+def _build_command(path: Path, java_options: str, *extra: str) -> list[str]:
+    """The child process that builds the archive ``path`` (``main``'s ``build``)."""
+    return [sys.executable, "-m", _MODULE, "build", "--dir", str(path.parent),
+            f"--java-options={java_options}", *extra]
+
+
 def ensure(directory: str | os.PathLike[str], java_options: str = DEFAULT_GC,
            timeout_s: float = BUILD_TIMEOUT_S) -> Path | None:
     """Build the archive for ``java_options`` unless it exists; return its path, or None when
@@ -162,8 +163,7 @@ def ensure(directory: str | os.PathLike[str], java_options: str = DEFAULT_GC,
         return None
     if path.is_file():
         return path
-    cmd = [sys.executable, "-m", _MODULE, "build", "--dir", str(path.parent),
-           f"--java-options={java_options}"]
+    cmd = _build_command(path, java_options)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(cmd, timeout=timeout_s, capture_output=True, text=True)
@@ -196,8 +196,7 @@ def start_background_build(directory: str | os.PathLike[str], java_options: str)
     except OSError as exc:
         log.info("no class-data-sharing archive for the Spark server (%s): %s", path.parent, exc)
         return False
-    cmd = [sys.executable, "-m", _MODULE, "build", "--dir", str(path.parent),
-           f"--java-options={java_options}", "--nice", "19"]
+    cmd = _build_command(path, java_options, "--nice", "19")
     with open(path.with_suffix(".log"), "ab") as out:
         subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                          start_new_session=True, close_fds=True)
@@ -304,7 +303,7 @@ def _unusable(archive: Path, class_path: str, java_options: str) -> str:
     if java is None:
         return "no java executable found"
     cmd = [java, "-cp", class_path, f"-XX:SharedArchiveFile={archive}", "-Xshare:on",
-           _collector(java_options), "-version"]
+           collector_flag(java_options), "-version"]
     try:  # a JVM that crashes on the archive writes hs_err_pid*.log into its working directory
         with tempfile.TemporaryDirectory(prefix="flintlock-cds-check-") as scratch:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=scratch)

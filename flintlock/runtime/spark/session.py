@@ -42,6 +42,7 @@ from flintlock.runtime.spark.priority import call_niced, new_session_gateway
 
 __all__ = [
     "DEFAULT_GC",
+    "collector_flag",
     "embedded_java_options",
     "SparkSessionProvider",
     "cancel_jobs_with_connect_tag",
@@ -153,6 +154,13 @@ _GC_FLAG = re.compile(r"-XX:\+Use\w*GC\b")
 
 #: JVM options with which a user manages class-data sharing themselves (then flintlock does not)
 _USER_CDS_FLAGS = ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit")
+
+
+def collector_flag(options: str) -> str:
+    """The garbage-collector flag a server started with JVM ``options`` runs with: the last
+    ``-XX:+Use...GC`` among them, else ``DEFAULT_GC``."""
+    flags = _GC_FLAG.findall(options)
+    return flags[-1] if flags else DEFAULT_GC
 
 
 def embedded_java_options(extra: str) -> str:

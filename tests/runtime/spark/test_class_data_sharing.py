@@ -95,6 +95,11 @@ def test_an_unwritable_directory_means_no_archive_and_no_error(tmp_path: Path) -
     assert cds.archive_options(blocker / "jvm", DEFAULT_GC) == ""
 
 
+def _child_env() -> dict[str, str]:
+    """The environment of a child interpreter that imports this checkout's flintlock."""
+    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+
+
 _MAPS_ARCHIVE = textwrap.dedent("""
     import sys
     from flintlock.config import Configuration
@@ -124,7 +129,7 @@ def test_a_built_archive_is_mapped_by_the_next_server_and_a_damaged_one_is_refus
     assert built.stat().st_size > 50 << 20
     assert not list(tmp_path.glob("*.tmp")), "a temporary dump was left behind"
 
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    env = _child_env()
     done = subprocess.run([sys.executable, "-c", _MAPS_ARCHIVE, str(tmp_path), str(built)],
                           capture_output=True, text=True, timeout=180, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -224,7 +229,7 @@ _FAILING_BUILD = textwrap.dedent("""
 @pytest.mark.process
 @pytest.mark.timeout(300)
 def test_a_build_whose_training_fails_stops_its_jvm_and_leaves_no_dump(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    env = _child_env()
     done = subprocess.run([sys.executable, "-c", _FAILING_BUILD, str(tmp_path)],
                           capture_output=True, text=True, timeout=240, env=env)
     assert done.returncode == 1, done.stderr[-3000:]
