@@ -74,22 +74,56 @@ def read_source(spark: Any, source: Any, splits: Sequence[Any]) -> SourceRead:
     raise SourceException(f"unsupported source {type(source).__qualname__}: {source!r}")
 
 
-def _generate(spark: Any, source: DataGeneratorSource, ranges: list[GeneratorRange]) -> SourceRead:
-    """``generator_function(index)`` over the ranges' indices, in Spark's Python workers."""
+#: positions per row of a generator's index relation (``_generator_indices``): an epoch of up to
+#: this many rows is one Spark partition, larger ones are spread over the cluster's cores
+GENERATOR_SLICE_ROWS = 16_384
+
+
+def _generator_indices(spark: Any, ranges: list[GeneratorRange]) -> Any:
+    """DataFrame ``index bigint`` of the ranges' indices (``position * parallelism + subtask``).
+
+    The ranges travel as rows of a local relation (``start, end, parallelism, subtask``) that
+    Spark expands with ``explode(sequence(start, end - 1))``, not as ``spark.range(start, end)``:
+    Spark's generated code for a range inlines its bounds as literals, so each epoch of a
+    streaming source would compile (Janino) and JIT-compile a class of its own; with the bounds as
+    data every epoch reuses one compiled plan. Each range is cut into slices of at most
+    ``GENERATOR_SLICE_ROWS`` positions, one row each (a local relation of n rows runs as
+    ``min(n, spark.default.parallelism)`` partitions).
+    """
     from pyspark.sql import functions as F
 
+    starts: list[int] = []
+    ends: list[int] = []
+    parallelism: list[int] = []
+    subtask: list[int] = []
+    for r in ranges:
+        n = r.end - r.start
+        k = max(1, -(-n // GENERATOR_SLICE_ROWS))
+        bounds = [r.start + n * i // k for i in range(k + 1)]
+        for a, b in zip(bounds, bounds[1:], strict=False):
+            if b > a:
+                starts.append(a)
+                ends.append(b)
+                parallelism.append(r.split.parallelism)
+                subtask.append(r.split.subtask)
+    table = pa.table({"start": pa.array(starts, pa.int64()), "end": pa.array(ends, pa.int64()),
+                      "p": pa.array(parallelism, pa.int64()), "s": pa.array(subtask, pa.int64())})
+    slices = spark.createDataFrame(table)
+    positions = slices.select(F.explode(F.sequence("start", F.col("end") - 1)).alias("pos"),
+                              "p", "s")
+    return positions.select((F.col("pos") * F.col("p") + F.col("s")).alias("index"))
+
+
+def _generate(spark: Any, source: DataGeneratorSource, ranges: list[GeneratorRange]) -> SourceRead:
+    """``generator_function(index)`` over the ranges' indices, in Spark's Python workers."""
     from flintlock.runtime.spark.python_ops import map_fn
     from flintlock.runtime.spark.schema import arrow_schema, parse_ddl
 
     struct = parse_ddl(spark, source.schema)
+    ranges = [r for r in ranges if r.end > r.start]
     if not ranges:
         return SourceRead(spark.createDataFrame([], schema=struct))
-    df = None
-    for r in ranges:
-        p, s = r.split.parallelism, r.split.subtask
-        part = spark.range(r.start, r.end).select((F.col("id") * p + s).alias("index"))
-        df = part if df is None else df.union(part)
-    assert df is not None
+    df = _generator_indices(spark, ranges)
     mapped = df.mapInArrow(map_fn(source.function, arrow_schema(struct)), struct)
     return SourceRead(mapped, sum(r.end - r.start for r in ranges))
 

@@ -5,9 +5,16 @@ ships Arrow record batches to its Python workers, our worker-side function turns
 ``pyspark.sql.Row`` objects for the user function and the results back into Arrow batches. No RDD,
 no row-at-a-time pickling, no Python loop outside Spark.
 
-User functions travel as ``SerializedFunction`` payload bytes and are unpickled once per worker
-call (``_load``); the Task unpickles each once up front (``check_loadable``) so that a function that
-cannot be unpickled fails fast, non-recoverably, naming the function.
+User functions travel as ``SerializedFunction`` payload bytes. A Python worker unpickles each payload
+once and keeps the function for its later tasks (``_load``; the newest ``LOADED_FUNCTIONS_MAX``
+payloads by digest): Spark reuses its workers across tasks, and a streaming subtask runs a task per
+epoch, so a per-call unpickle would cost every epoch (every window, for per-group functions) what a
+program's module-level state costs to build, e.g. a lookup table read once at import. The program's
+own modules travel by value (``graph.user_code``), so this cache is what keeps their globals alive
+across tasks, as an importable module's globals live on in a reused PySpark worker; as in Flink, a
+user function object outlives a single batch of records (it is not per subtask here: a worker's
+tasks of one function share it). The Task unpickles each once up front (``check_loadable``) so that
+a function that cannot be unpickled fails fast, non-recoverably, naming the function.
 
 Result rows may be tuples/lists (positional), dicts (by name), ``Row`` objects (by name when they
 have field names, else positional) or a bare value for a one-column schema.
@@ -15,6 +22,8 @@ have field names, else positional) or a bare value for a one-column schema.
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -57,10 +66,34 @@ class UserFunctionError(RuntimeError):
     """A user function raised in the Spark Python worker; the message names the function."""
 
 
-def _load(name: str, payload: bytes, iterate: bool = False) -> Callable[..., Any]:
-    """Unpickle a user function in the worker, wrapped so that its errors name it."""
-    try:
+#: how many unpickled user functions a Python worker keeps (least recently used dropped first)
+LOADED_FUNCTIONS_MAX = 32
+_loaded: OrderedDict[bytes, Any] = OrderedDict()
+
+
+def _unpickled(payload: bytes) -> Any:
+    """The function of ``payload``, unpickled on its first use in this worker process."""
+    digest = hashlib.blake2b(payload, digest_size=20).digest()
+    user = _loaded.get(digest)
+    if user is None:
         user = cloudpickle.loads(payload)
+        _loaded[digest] = user
+        while len(_loaded) > LOADED_FUNCTIONS_MAX:
+            _loaded.popitem(last=False)
+    else:
+        _loaded.move_to_end(digest)
+    return user
+
+
+def _load(name: str, payload: bytes, iterate: bool = False) -> Callable[..., Any]:
+    """The user function of ``payload`` in the worker (unpickled once per worker process,
+    ``_unpickled``), wrapped so that its errors name it.
+
+    Raises:
+        UserFunctionError: the payload cannot be unpickled here.
+    """
+    try:
+        user = _unpickled(payload)
     except Exception as exc:
         raise UserFunctionError(
             f"user function '{name}' cannot be unpickled in the Spark Python worker: {exc}"

@@ -51,6 +51,7 @@ __all__ = [
     "embedded_active_job_ids",
     "embedded_sql_status_store",
     "embedded_cancel_all_jobs",
+    "embedded_codegen_compilations",
     "embedded_spark_context",
 ]
 
@@ -270,6 +271,20 @@ def embedded_spark_context() -> Any:
     ``jvm_status`` reads the server's JVM through."""
     classic = _local_server.get("classic")
     return None if classic is None else classic.sparkContext
+
+
+def embedded_codegen_compilations() -> int | None:
+    """How many classes Spark's code generator (Janino) compiled in this process's embedded
+    server so far (Spark's ``CodegenMetrics.compilationTime`` count; None: no server here).
+
+    What shows that a streaming task's epochs reuse the classes compiled for its first epochs:
+    each new class also costs JIT compilation and code-cache sweeping in the server's JVM.
+    """
+    context = embedded_spark_context()
+    if context is None:
+        return None
+    metrics = getattr(context._jvm, "org.apache.spark.metrics.source.CodegenMetrics$")
+    return int(getattr(metrics, "MODULE$").METRIC_COMPILATION_TIME().getCount())
 
 
 def embedded_cancel_all_jobs() -> None:

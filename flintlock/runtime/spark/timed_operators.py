@@ -44,6 +44,7 @@ from flintlock.runtime.spark.schema import ddl_field_types
 from flintlock.runtime.spark.window_ops import (
     MAX_WATERMARK,
     MIN_WATERMARK,
+    NEXT,
     STATE_COLUMNS,
     EpochTimes,
     event_time_millis,
@@ -313,7 +314,8 @@ class TimedOperators:
         st.watermark = max(st.watermark, times.now)
         if st.table is not None:
             seen = self._write(st.table, result.state, F.count(F.lit(1)),
-                               F.min(result.next_time).alias("next"))
+                               F.min(NEXT).alias("next"), ddl=f"{st.input_ddl}, {_WINDOW_STATE}",
+                               drop=(NEXT,))
             nxt = seen.get("next")
             if spec.assigner.event_time:
                 st.next_event = nxt
@@ -370,13 +372,15 @@ class TimedOperators:
             error_class="StateMigrationException")
 
     def _write(self, table: StateTable, df: Any, rows: Any, *marks: Any,
-               partition_by: str | None = None, ddl: str = "") -> dict[str, Any]:
-        """Write ``df`` as the next version of ``table``, observing ``rows`` (the state rows it
-        holds) and ``marks`` (aliased aggregates) on the way; returns what was observed."""
+               partition_by: str | None = None, ddl: str = "",
+               drop: tuple[str, ...] = ()) -> dict[str, Any]:
+        """Write ``df`` without its ``drop`` columns as the next version of ``table``, observing
+        ``rows`` (the state rows it holds) and ``marks`` (aliased aggregates) on the way;
+        returns what was observed."""
         from pyspark.sql import Observation
 
         obs = Observation()
-        observed = df.observe(obs, rows.alias("rows"), *marks)
+        observed = df.observe(obs, rows.alias("rows"), *marks).drop(*drop)
         writer = observed.write.mode("overwrite")
         if partition_by:
             writer = writer.partitionBy(partition_by)

@@ -4,7 +4,8 @@ A window operator keeps, as keyed state, the rows of every window that has not f
 still within its allowed lateness (Flink's ``WindowOperator`` with a ``ListState`` of elements).
 One epoch (``window_epoch``) sees the rows that arrived (``new``), the state table (``state``) and
 its times (``EpochTimes``: the operator's watermark before the epoch, the watermark now, both ms;
-processing-time windows use the clock for both):
+processing-time windows use the clock for both). The times enter the plans as a one-row relation
+(``_epoch_times``), not as literals, so every epoch runs the classes Spark compiled for the first:
 
 1. Event time ``__t`` per row (``event_time_millis``: TIMESTAMP -> epoch ms, integral -> as is);
    windows ``[__ws, __we)``: tumbling ``start = t - (t - offset) mod size``; sliding: the
@@ -37,13 +38,18 @@ from flintlock.runtime.spark.errors import OperatorException
 from flintlock.runtime.spark.python_ops import _load, _rows, _to_batch, _values
 from flintlock.runtime.spark.schema import arrow_schema, parse_ddl, struct_to_ddl
 
-__all__ = ["MAX_WATERMARK", "MIN_WATERMARK", "STATE_COLUMNS", "EpochTimes", "WindowEpoch",
+__all__ = ["MAX_WATERMARK", "MIN_WATERMARK", "NEXT", "STATE_COLUMNS", "EpochTimes", "WindowEpoch",
            "event_time_millis", "input_ddl_of", "window_epoch"]
 
 MIN_WATERMARK = -(2**63)
 #: internal columns: event time, window start and end (ms), "arrived in this epoch"
 T, WS, WE, NEW = "__t", "__ws", "__we", "__new"
 STATE_COLUMNS = (T, WS, WE)
+#: the epoch's times as columns (``_epoch_times``)
+BEFORE, NOW, CLOCK = "__before", "__now", "__clock"
+TIME_COLUMNS = (BEFORE, NOW, CLOCK)
+#: a kept row's next firing or cleanup time (``WindowEpoch.state``; not part of the state table)
+NEXT = "__next"
 
 
 @dataclass(frozen=True)
@@ -57,14 +63,13 @@ class EpochTimes:
 
 @dataclass
 class WindowEpoch:
-    """``output``: fired results; ``state``: rows to keep (None: keep nothing); ``late``: the
-    late rows (None without a side output); ``next_time``: Column giving, per kept row, the
-    watermark at which it next matters (firing or cleanup)."""
+    """``output``: fired results; ``state``: rows to keep (``STATE_COLUMNS``), plus ``NEXT``: the
+    watermark at which the row next matters (firing or cleanup; not stored); ``late``: the late
+    rows (None without a side output)."""
 
     output: Any
     state: Any
     late: Any
-    next_time: Any
 
 
 def event_time_millis(df: Any, column: str, where: str) -> Any:
@@ -136,6 +141,21 @@ def _sessions(df: Any, spec: WindowSpec) -> Any:
             .drop("__prev", "__start", "__sid"))
 
 
+def _epoch_times(spark: Any, times: EpochTimes) -> Any:
+    """A one-row relation of the epoch's times (``__before``, ``__now``, ``__clock``: ms).
+
+    The plans of every epoch read their times from it instead of literals: Spark's generated
+    code inlines a BIGINT literal, so a literal watermark would make each epoch's filters and
+    aggregation a new Java class to compile (Janino) and JIT-compile, tens of them a minute for
+    a busy window operator; with the times as data, every epoch reuses the classes compiled for
+    the first.
+    """
+    table = pa.table({BEFORE: pa.array([times.before], pa.int64()),
+                      NOW: pa.array([times.now], pa.int64()),
+                      CLOCK: pa.array([times.processing_time], pa.int64())})
+    return spark.createDataFrame(table)
+
+
 def window_epoch(spark: Any, new: Any, state: Any, spec: WindowSpec, times: EpochTimes,
                  input_ddl: str, time_millis: Any = None) -> WindowEpoch:
     """One epoch of a window operator (see the module docstring).
@@ -149,34 +169,34 @@ def window_epoch(spark: Any, new: Any, state: Any, spec: WindowSpec, times: Epoc
     """
     from pyspark.sql import functions as F
 
-    lateness = spec.allowed_lateness_ms
-    if spec.assigner.event_time:
-        rows = new.withColumn(T, time_millis)
-    else:
-        rows = new.withColumn(T, F.lit(times.processing_time).cast("long"))
-    before, now = F.lit(times.before).cast("long"), F.lit(times.now).cast("long")
-    is_late = _last_end(spec) - 1 + F.lit(lateness) <= before
-    late = rows.filter(is_late).drop(T) if spec.late_tag else None
+    lateness = F.lit(spec.allowed_lateness_ms).cast("long")
+    epoch = F.broadcast(_epoch_times(spark, times))
+    rows = new.crossJoin(epoch)
+    before, now = F.col(BEFORE), F.col(NOW)
+    rows = rows.withColumn(T, time_millis if spec.assigner.event_time else F.col(CLOCK))
+    is_late = _last_end(spec) - 1 + lateness <= before
+    late = rows.filter(is_late).drop(T, *TIME_COLUMNS) if spec.late_tag else None
     rows = _assign(rows.filter(~is_late), spec).withColumn(NEW, F.lit(True))
     if spec.assigner.kind == "sliding":  # drop the late windows of a row that has on-time ones
-        rows = rows.filter(F.col(WE) - 1 + F.lit(lateness) > before)
+        rows = rows.filter(F.col(WE) - 1 + lateness > before)
     if state is not None:
-        rows = rows.unionByName(state.withColumn(NEW, F.lit(False)))
+        rows = rows.unionByName(state.withColumn(NEW, F.lit(False)).crossJoin(epoch))
     if spec.assigner.kind == "session":
         rows = _sessions(rows.drop(WS, WE), spec)
     fires = (F.col(WE) - 1 <= now) & ((F.col(WE) - 1 > before) | F.col("__has_new"))
-    keep = rows.filter(F.col(WE) - 1 + F.lit(lateness) > now).drop(NEW)
-    next_time = F.when(F.col(WE) - 1 > now, F.col(WE) - 1).otherwise(F.col(WE) - 1 + F.lit(lateness))
-    group = [*spec.keys, WS, WE]
+    keep = rows.filter(F.col(WE) - 1 + lateness > now).drop(NEW)
+    next_time = F.when(F.col(WE) - 1 > now, F.col(WE) - 1).otherwise(F.col(WE) - 1 + lateness)
+    keep = keep.withColumn(NEXT, next_time).drop(*TIME_COLUMNS)
+    group = [*spec.keys, WS, WE, *TIME_COLUMNS]  # the times are one value per epoch
     if spec.function == "agg":
         fired = (rows.groupBy(*group).agg(*spec.aggregates, F.max(NEW).alias("__has_new"))
-                 .filter(fires).drop("__has_new"))
+                 .filter(fires).drop("__has_new", *TIME_COLUMNS))
         output = _window_columns(fired)
     else:
         windows = rows.groupBy(*group).agg(F.max(NEW).alias("__has_new")).filter(fires)
-        members = rows.join(windows.select(*group), on=group, how="left_semi")
+        members = rows.join(windows.select(*group), on=group, how="left_semi").drop(*TIME_COLUMNS)
         output = _apply_function(spark, members, spec, input_ddl, times)
-    return WindowEpoch(output, keep, late, next_time)
+    return WindowEpoch(output, keep, late)
 
 
 def _window_columns(df: Any) -> Any:

@@ -294,3 +294,28 @@ def test_keyed_state_restored_as_another_kind_fails_without_restarts(
     assert "StateMigrationException" in cause and "'count' was restored as a value state" in str(
         info.value), cause
     assert is_analysis_error(info.value)  # no restart can fix it
+
+
+def test_window_epochs_reuse_the_classes_compiled_for_the_first_ones(spark: Any, tmp_path: Path) -> None:
+    """The epoch's watermarks reach the plan as data, not literals: later epochs with other rows
+    and other watermarks compile no new class (each would cost Janino and the JIT)."""
+    from flintlock.runtime.spark.session import embedded_codegen_compilations
+
+    if embedded_codegen_compilations() is None:
+        pytest.skip("Spark runs remotely: its code generator's metrics are not in this process")
+    ops, node = _window_op(spark, tmp_path, TumblingEventTimeWindows.of(1000))
+    fired = []
+    # two epochs with state before them: the plans of every later epoch are compiled by then
+    for n in range(1, 3):
+        fired += _fired(_epoch(ops, node, spark, [("a", n, n * 1000 + 5), ("b", n, n * 1000 + 7)],
+                               n * 1000 - 1))
+    before = embedded_codegen_compilations()
+    for n in range(3, 6):
+        fired += _fired(_epoch(ops, node, spark, [("a", n, n * 1000 + 5), ("b", n, n * 1000 + 9),
+                                                  ("c", n, n * 1000 + 11)], n * 1000 - 1))
+    compiled = embedded_codegen_compilations() - before
+    assert compiled == 0, f"epochs 3-5 compiled {compiled} new classes"
+    assert fired == [("a", 1000, 2000, 1, 1), ("b", 1000, 2000, 1, 1),
+                     ("a", 2000, 3000, 1, 2), ("b", 2000, 3000, 1, 2),
+                     ("a", 3000, 4000, 1, 3), ("b", 3000, 4000, 1, 3), ("c", 3000, 4000, 1, 3),
+                     ("a", 4000, 5000, 1, 4), ("b", 4000, 5000, 1, 4), ("c", 4000, 5000, 1, 4)]
