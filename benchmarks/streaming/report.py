@@ -163,13 +163,16 @@ def _memory_section(memory: dict[str, Any], source: str) -> list[str]:
              f"`python -m benchmarks.streaming --seconds {memory['seconds']:g} --rate "
              f"{memory['rate']} ...` ({source}); growth is the least-squares slope of the process "
              "tree's RSS over the run's second half.", "",
-             "| workload | system | events | peak RSS | growth, 2nd half |", "|---|---|---:|---:|---:|"]
+             "| workload | system | events | latency p50 | latency p99 | peak RSS | "
+             "growth, 2nd half |", "|---|---|---:|---:|---:|---:|---:|"]
     for workload, data in workloads(memory).items():
         for system, runs in data["systems"].items():
             if "error" in runs:
                 continue
             s = runs["sustained"]
             lines.append(f"| {workload} | {NAMES.get(system, system)} | {s['events']:,} | "
+                         f"{_fmt(s['latency_p50_s'], '.2f', ' s')} | "
+                         f"{_fmt(s['latency_p99_s'], '.2f', ' s')} | "
                          f"{s['peak_rss_bytes'] / 2**20:,.0f} MiB | "
                          f"{_fmt(_growth(s), '+.1f', ' MiB/min')} |")
     lines += ["", "The process tree's RSS also counts transient forks of the JVM (a fork counts "
@@ -204,6 +207,10 @@ def _workload_section(doc: dict[str, Any], workload: str, data: dict[str, Any]) 
         r = ratios.get(system, {})
         if "error" in m:
             notes.append(f"{name}'s max-rate run failed: `{m['error'].strip().splitlines()[-1][:200]}`")
+        elif not m.get("events"):
+            notes.append(f"{name}'s max-rate run wrote nothing within its "
+                         f"{doc.get('max_seconds', doc['seconds']):g} s at {doc['max_rate']:,}/s "
+                         "offered, so there is no maximum to compare with.")
         if _kept_up(m, doc["max_rate"]):
             kept_up.append(name)
         p50 = _fmt(s["latency_p50_s"], ".2f", " s")
@@ -274,7 +281,7 @@ def _targets(doc: dict[str, Any], memory: dict[str, Any] | None = None) -> list[
         lines += [
             f"| {workload} | throughput | flintlock / Structured Streaming >= "
             f"{THROUGHPUT_TARGET} | {'at most ' if base_up and not own_up else ''}"
-            f"{_fmt(thr)}x | {_met(thr, base_up, own_up)} |",
+            f"{_fmt(thr, unit='x')} | {_met(thr, base_up, own_up)} |",
             f"| {workload} | latency p50 | <= {LATENCY_TARGET_S:g} s | {_fmt(p50, '.2f', ' s')} "
             f"| {'yes' if p50 is not None and p50 <= LATENCY_TARGET_S else '**no**'} |",
             f"| {workload} | memory | no growth over a 10-minute run (RSS slope over the second "

@@ -262,6 +262,20 @@ def test_report_renders_every_workload_system_and_target() -> None:
     assert "+0.5 MiB/min over 60 s | open (needs a 600 s run) |" in text
 
 
+def test_report_says_when_a_max_rate_run_wrote_nothing() -> None:
+    doc = _doc()
+    base = doc["workloads"]["flights"]["systems"]["structured-streaming"]
+    base["max"] = _run(0, 0.0, 990, throughput_per_s=None, latency_p50_s=None,
+                       latency_p99_s=None)
+    doc["workloads"]["flights"]["ratios"] = ratios(doc["workloads"]["flights"]["systems"])
+    text = report.render(doc, "x.json")
+    assert "Spark Structured Streaming's max-rate run wrote nothing within its 30 s at " \
+           "100,000/s offered" in text
+    assert "flintlock's max-rate run wrote nothing" not in text
+    assert "| flights | throughput | flintlock / Structured Streaming >= 0.8 | - | " \
+           "**no** (not measured) |" in text
+
+
 def test_report_memory_target_needs_a_ten_minute_run() -> None:
     doc = _doc()
     doc["seconds"] = 600.0
@@ -283,7 +297,8 @@ def test_report_takes_the_memory_target_from_a_separate_long_run(
     assert "| events | memory | no growth over a 10-minute run" in text
     assert "+0.2 MiB/min over 600 s | yes |" in text  # events: from the long run
     assert "+0.5 MiB/min over 60 s | open (needs a 600 s run) |" in text  # flights: none
-    assert "## Memory over a long run" in text and "| events | flintlock | 600,000 |" in text
+    assert "## Memory over a long run" in text
+    assert "| events | flintlock | 600,000 | 1.10 s | 2.20 s | 1,400 MiB | +0.2 MiB/min |" in text
     pytest.importorskip("matplotlib")
     monkeypatch.setattr(report, "MEMORY_CHART", tmp_path / "memory.png")
     report._memory_chart(memory)

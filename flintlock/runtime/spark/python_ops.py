@@ -23,6 +23,7 @@ have field names, else positional) or a bare value for a one-column schema.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -69,19 +70,23 @@ class UserFunctionError(RuntimeError):
 #: how many unpickled user functions a Python worker keeps (least recently used dropped first)
 LOADED_FUNCTIONS_MAX = 32
 _loaded: OrderedDict[bytes, Any] = OrderedDict()
+_loaded_lock = threading.Lock()
 
 
 def _unpickled(payload: bytes) -> Any:
     """The function of ``payload``, unpickled on its first use in this worker process."""
     digest = hashlib.blake2b(payload, digest_size=20).digest()
-    user = _loaded.get(digest)
-    if user is None:
-        user = cloudpickle.loads(payload)
-        _loaded[digest] = user
+    with _loaded_lock:
+        user = _loaded.get(digest)
+        if user is not None:
+            _loaded.move_to_end(digest)
+            return user
+    user = cloudpickle.loads(payload)  # outside the lock: unpickling may import and take long
+    with _loaded_lock:
+        user = _loaded.setdefault(digest, user)  # a thread that unpickled it first wins
+        _loaded.move_to_end(digest)
         while len(_loaded) > LOADED_FUNCTIONS_MAX:
             _loaded.popitem(last=False)
-    else:
-        _loaded.move_to_end(digest)
     return user
 
 
