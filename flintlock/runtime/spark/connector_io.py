@@ -80,7 +80,7 @@ GENERATOR_SLICE_ROWS = 16_384
 
 
 def _generator_indices(spark: Any, ranges: list[GeneratorRange]) -> Any:
-    """DataFrame ``index bigint`` of the ranges' indices (``position * parallelism + subtask``).
+    """DataFrame ``index bigint`` of the (non-empty) ranges' indices (``position * parallelism + subtask``).
 
     The ranges travel as rows of a local relation (``start, end, parallelism, subtask``) that
     Spark expands with ``explode(sequence(start, end - 1))``, not as ``spark.range(start, end)``:
@@ -92,22 +92,15 @@ def _generator_indices(spark: Any, ranges: list[GeneratorRange]) -> Any:
     """
     from pyspark.sql import functions as F
 
-    starts: list[int] = []
-    ends: list[int] = []
-    parallelism: list[int] = []
-    subtask: list[int] = []
+    rows = []  # one per slice: start, end (exclusive), parallelism, subtask; every range n > 0
     for r in ranges:
         n = r.end - r.start
-        k = max(1, -(-n // GENERATOR_SLICE_ROWS))
+        k = -(-n // GENERATOR_SLICE_ROWS)
         bounds = [r.start + n * i // k for i in range(k + 1)]
-        for a, b in zip(bounds, bounds[1:], strict=False):
-            if b > a:
-                starts.append(a)
-                ends.append(b)
-                parallelism.append(r.split.parallelism)
-                subtask.append(r.split.subtask)
-    table = pa.table({"start": pa.array(starts, pa.int64()), "end": pa.array(ends, pa.int64()),
-                      "p": pa.array(parallelism, pa.int64()), "s": pa.array(subtask, pa.int64())})
+        rows += [(a, b, r.split.parallelism, r.split.subtask)
+                 for a, b in zip(bounds, bounds[1:], strict=False)]
+    table = pa.table([pa.array(column, pa.int64()) for column in zip(*rows, strict=True)],
+                     names=["start", "end", "p", "s"])
     slices = spark.createDataFrame(table)
     positions = slices.select(F.explode(F.sequence("start", F.col("end") - 1)).alias("pos"),
                               "p", "s")

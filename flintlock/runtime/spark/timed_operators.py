@@ -306,7 +306,8 @@ class TimedOperators:
             times = EpochTimes(st.watermark, self.input_watermark, self.processing_time)
         else:
             times = EpochTimes(st.watermark, self.fire_processing_until, self.processing_time)
-        self._check_restored(index, st, f"{st.input_ddl}, {_WINDOW_STATE}")
+        state_ddl = f"{st.input_ddl}, {_WINDOW_STATE}"
+        self._check_restored(index, st, state_ddl)
         state = st.table.read(self.spark) if st.table is not None else None
         result = window_epoch(self.spark, df, state, spec, times, st.input_ddl, st.time_column)
         if spec.late_tag and result.late is not None:
@@ -314,7 +315,7 @@ class TimedOperators:
         st.watermark = max(st.watermark, times.now)
         if st.table is not None:
             seen = self._write(st.table, result.state, F.count(F.lit(1)),
-                               F.min(NEXT).alias("next"), ddl=f"{st.input_ddl}, {_WINDOW_STATE}",
+                               F.min(NEXT).alias("next"), ddl=state_ddl,
                                drop=(NEXT,))
             nxt = seen.get("next")
             if spec.assigner.event_time:
