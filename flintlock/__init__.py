@@ -32,6 +32,7 @@ __all__ = [
     "JobExecutionResult",
     "KeyedStream",
     "RuntimeExecutionMode",
+    "SlotSharingGroup",
     "StreamExecutionEnvironment",
 ]
 
@@ -42,6 +43,7 @@ _LAZY: dict[str, str] = {
     "DataStreamSink": "flintlock.api.datastream",
     "KeyedStream": "flintlock.api.datastream",
     "RuntimeExecutionMode": "flintlock.api.environment",
+    "SlotSharingGroup": "flintlock.api.slot_sharing_group",
     "StreamExecutionEnvironment": "flintlock.api.environment",
     "JobClient": "flintlock.client.job_client",
     "JobExecutionResult": "flintlock.client.job_client",

@@ -24,6 +24,7 @@ __all__ = [
     "RestartStrategies",
     "RestartStrategyConfiguration",
     "RuntimeExecutionMode",
+    "SlotSharingGroup",
     "StreamExecutionEnvironment",
 ]
 
@@ -35,6 +36,7 @@ _LAZY: dict[str, str] = {
     "DataStreamSink": "flintlock.api.datastream",
     "KeyedStream": "flintlock.api.datastream",
     "RuntimeExecutionMode": "flintlock.api.environment",
+    "SlotSharingGroup": "flintlock.api.slot_sharing_group",
     "StreamExecutionEnvironment": "flintlock.api.environment",
     "InvalidProgramException": "flintlock.api.exceptions",
     "FilterFunction": "flintlock.api.functions",

@@ -27,6 +27,7 @@ from flintlock.api.functions import (
     function_name,
 )
 from flintlock.api.schema import ipc_to_table, table_to_rows, to_ddl
+from flintlock.api.slot_sharing_group import SlotSharingGroup
 from flintlock.api.transformations import (
     LimitTransformation,
     MultiInputTransformation,
@@ -124,9 +125,16 @@ class _OperatorSettings:
         self._target("the max parallelism").max_parallelism = max_parallelism
         return self
 
-    def slot_sharing_group(self, name: str) -> Any:
-        """Put the operator into the named slot sharing group."""
-        self._target("a slot sharing group").slot_sharing_group = str(name)
+    def slot_sharing_group(self, slot_sharing_group: str | SlotSharingGroup) -> Any:
+        """Put the operator into a slot sharing group: a name, or a ``SlotSharingGroup`` whose
+        resources (``SlotSharingGroup.builder(name).set_cpu_cores(..)...``) size its slots."""
+        t = self._target("a slot sharing group")
+        if isinstance(slot_sharing_group, SlotSharingGroup):
+            t.slot_sharing_group = slot_sharing_group.name
+            if not slot_sharing_group.resource_profile.is_unknown:
+                t.slot_sharing_group_resources = slot_sharing_group.resource_profile
+        else:
+            t.slot_sharing_group = str(slot_sharing_group)
         return self
 
     def start_new_chain(self) -> Any:

@@ -38,6 +38,7 @@ from flintlock.api.restart_strategy import (
     RestartStrategyConfiguration,
 )
 from flintlock.api.schema import rows_to_ipc
+from flintlock.api.slot_sharing_group import SlotSharingGroup
 from flintlock.api.transformations import SinkTransformation, SourceTransformation
 from flintlock.config import Configuration, load_cluster_configuration
 from flintlock.config.options import (
@@ -60,6 +61,7 @@ from flintlock.graph.stream_graph_generator import (
     resolve_job_type,
 )
 from flintlock.graph.streaming import unbounded_sources
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import JobType
 
@@ -99,6 +101,8 @@ class StreamExecutionEnvironment:
         self._programmatic = Configuration()
         #: set_restart_strategy(fall_back_restart()): the job sends no restart-strategy.* key
         self._restart_fallback = False
+        #: register_slot_sharing_group(): group name -> its slot's ResourceProfile
+        self._slot_sharing_groups: dict[str, ResourceProfile] = {}
 
     @staticmethod
     def get_execution_environment(
@@ -108,6 +112,22 @@ class StreamExecutionEnvironment:
         return StreamExecutionEnvironment(configuration)
 
     # ---- settings -----------------------------------------------------------------------------------
+
+    def register_slot_sharing_group(self, slot_sharing_group: SlotSharingGroup) -> StreamExecutionEnvironment:
+        """Declare the resources of a slot sharing group that operators name by its name
+        (PyFlink ``register_slot_sharing_group``; fine-grained resource management).
+
+        Raises:
+            ValueError: not a ``SlotSharingGroup``, or one without resources.
+        """
+        if not isinstance(slot_sharing_group, SlotSharingGroup):
+            raise ValueError(f"register_slot_sharing_group takes a SlotSharingGroup, got "
+                             f"{type(slot_sharing_group).__name__}")
+        if slot_sharing_group.resource_profile.is_unknown:
+            raise ValueError(f"slot sharing group {slot_sharing_group.name!r} has no resources to "
+                             "register; build it with set_cpu_cores(...).set_task_heap_memory_mb(...)")
+        self._slot_sharing_groups[slot_sharing_group.name] = slot_sharing_group.resource_profile
+        return self
 
     def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
         """Default parallelism of this program's operators; wins over every configuration."""
@@ -311,6 +331,7 @@ class StreamExecutionEnvironment:
             chaining_enabled=bool(conf.get(OPERATOR_CHAINING)),
             job_type=job_type,
             configuration=job_configuration(conf.to_dict()),
+            slot_sharing_group_resources=dict(self._slot_sharing_groups),
         )
         return generate_stream_graph(self._sinks, settings)
 

@@ -47,6 +47,8 @@ class Transformation:
         parallelism: explicit parallelism, or None for the default.
         max_parallelism: explicit max parallelism, or None for the default.
         slot_sharing_group: explicit group, or None to inherit from the inputs (else "default").
+        slot_sharing_group_resources: the group's slot resources when it was given as a
+            ``SlotSharingGroup`` with a ``ResourceSpec`` (fine-grained resources), else None.
         chaining_strategy: ALWAYS, HEAD (``start_new_chain``) or NEVER (``disable_chaining``).
         non_parallel: forced to parallelism 1 (global aggregate, sort, global limit).
     """
@@ -58,6 +60,7 @@ class Transformation:
     parallelism: int | None = None
     max_parallelism: int | None = None
     slot_sharing_group: str | None = None
+    slot_sharing_group_resources: Any = None
     chaining_strategy: ChainingStrategy = ChainingStrategy.ALWAYS
     non_parallel: bool = False
 

@@ -108,6 +108,7 @@ def create_job_graph(
         job_type=graph.job_type,
         vertices=tuple(vertices),
         configuration=dict(graph.configuration),
+        slot_sharing_group_resources=dict(graph.slot_sharing_group_resources),
         plan=job_graph_plan(job_id, name, graph.job_type, vertices),
     )
 

@@ -124,6 +124,8 @@ class StreamGraph:
         edges: all edges.
         chaining_enabled: ``pipeline.operator-chaining.enabled``.
         configuration: the job's effective settings (Flink keys -> strings).
+        slot_sharing_group_resources: slot sharing group -> the ``ResourceProfile`` of its slots
+            (groups declared with resources; the others ask for default slots).
     """
 
     job_name: str
@@ -132,6 +134,7 @@ class StreamGraph:
     edges: tuple[StreamEdge, ...]
     chaining_enabled: bool = True
     configuration: Mapping[str, str] = field(default_factory=dict)
+    slot_sharing_group_resources: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         ids = [n.id for n in self.nodes]

@@ -52,6 +52,7 @@ from flintlock.graph.stream_graph import (
 )
 from flintlock.graph.streaming import check_streaming_operators
 from flintlock.graph.user_code import dumps_user_function
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.ids import OperatorID
 from flintlock.runtime.jobgraph.types import JobType, ShipStrategy
 from flintlock.runtime.operators.aggregation import plan_two_phase
@@ -97,6 +98,8 @@ class StreamGraphSettings:
         chaining_enabled: ``pipeline.operator-chaining.enabled``.
         job_type: BATCH or STREAMING (see ``resolve_job_type``).
         configuration: the job's effective settings (Flink keys -> strings).
+        slot_sharing_group_resources: groups registered with the environment -> their slot's
+            ``ResourceProfile``.
     """
 
     job_name: str = DEFAULT_BATCH_JOB_NAME
@@ -105,6 +108,7 @@ class StreamGraphSettings:
     chaining_enabled: bool = True
     job_type: JobType = JobType.BATCH
     configuration: Mapping[str, str] = field(default_factory=dict)
+    slot_sharing_group_resources: Mapping[str, ResourceProfile] = field(default_factory=dict)
 
 
 def resolve_job_type(runtime_mode: str, all_sources_bounded: bool = True) -> JobType:
@@ -189,6 +193,8 @@ class _Builder:
         self.uids: dict[str, str] = {}
         #: what size estimates read about each source node (``size_estimates.estimated_bytes``)
         self.source_facts: dict[int, Any] = {}
+        #: slot sharing group -> its slot's resources (registered ones, then operators' own)
+        self.group_resources: dict[str, ResourceProfile] = dict(settings.slot_sharing_group_resources)
 
     # ---- nodes and edges ----------------------------------------------------------------------
 
@@ -233,6 +239,12 @@ class _Builder:
         ssg = t.slot_sharing_group or (
             groups.pop() if len(groups) == 1 else DEFAULT_SLOT_SHARING_GROUP
         )
+        if t.slot_sharing_group_resources is not None:
+            known = self.group_resources.setdefault(ssg, t.slot_sharing_group_resources)
+            if known != t.slot_sharing_group_resources:
+                raise InvalidProgramException(
+                    f"Slot sharing group {ssg!r} is given two different resources ({known} and "
+                    f"{t.slot_sharing_group_resources} at operator '{name}'); a group has one.")
         node = StreamNode(
             id=len(self.nodes) + 1,
             name=name,
@@ -417,4 +429,7 @@ def generate_stream_graph(
         edges=tuple(builder.edges),
         chaining_enabled=settings.chaining_enabled,
         configuration=dict(settings.configuration),
+        slot_sharing_group_resources={
+            g: r for g, r in builder.group_resources.items()
+            if any(n.slot_sharing_group == g for n in builder.nodes.values())},
     )

@@ -10,9 +10,10 @@ import pytest
 from flintlock_api_fakes import FakeSink, FakeSource, install_connector_standins
 from pyspark.sql import functions as F
 
-from flintlock import Configuration, StreamExecutionEnvironment
+from flintlock import Configuration, SlotSharingGroup, StreamExecutionEnvironment
 from flintlock.api.exceptions import InvalidProgramException
 from flintlock.graph.stream_graph_generator import operator_id_from_uid
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.jobgraph.types import JobType, ResultPartitionType, ShipStrategy
 from flintlock.runtime.operators.specs import (
     DistinctSpec,
@@ -171,6 +172,41 @@ def test_slot_sharing_group_is_inherited_downstream() -> None:
     jg = env.get_job_graph()
     assert [(v.name, v.slot_sharing_group) for v in jg.vertices] == [
         ("Source: Fake: /data -> Filter -> Sink: Fake: /out", "g")]
+
+
+def test_slot_sharing_group_resources_reach_the_job_graph() -> None:
+    env = _env(2)
+    heavy = SlotSharingGroup.builder("heavy").set_cpu_cores(1.5).set_task_heap_memory_mb(256) \
+        .set_managed_memory_mb(64).build()
+    env.register_slot_sharing_group(
+        SlotSharingGroup.builder("light").set_cpu_cores(0.5).set_task_heap_memory_mb(32).build())
+    src = env.from_source(FakeSource())
+    src.filter("a > 1").slot_sharing_group(heavy).sink_to(FakeSink())
+    src.select("a").slot_sharing_group("light").disable_chaining().sink_to(FakeSink("/o2"))
+    jg = env.get_job_graph()
+    assert {v.slot_sharing_group for v in jg.vertices} == {"default", "heavy", "light"}
+    assert jg.slot_sharing_group_resources == {
+        "heavy": ResourceProfile.of(1.5, 256, 0, 64), "light": ResourceProfile.of(0.5, 32)}
+
+
+def test_slot_sharing_group_resources_are_validated() -> None:
+    with pytest.raises(ValueError, match="required to be set together"):
+        SlotSharingGroup.builder("g").set_cpu_cores(1.0).build()
+    with pytest.raises(ValueError, match="CPU cores must be > 0"):
+        SlotSharingGroup.builder("g").set_cpu_cores(0)
+    with pytest.raises(ValueError, match="task heap memory"):
+        SlotSharingGroup.builder("g").set_task_heap_memory_mb(-1)
+    assert SlotSharingGroup.builder("plain").build().resource_profile.is_unknown
+    env = _env(1)
+    with pytest.raises(ValueError, match="no resources to register"):
+        env.register_slot_sharing_group(SlotSharingGroup("plain"))
+    one = SlotSharingGroup.builder("g").set_cpu_cores(1).set_task_heap_memory_mb(10).build()
+    two = SlotSharingGroup.builder("g").set_cpu_cores(2).set_task_heap_memory_mb(10).build()
+    src = env.from_source(FakeSource())
+    src.filter("a > 1").slot_sharing_group(one).sink_to(FakeSink())
+    src.filter("a > 2").slot_sharing_group(two).sink_to(FakeSink("/o2"))
+    with pytest.raises(InvalidProgramException, match="two different resources"):
+        env.get_job_graph()
 
 
 def test_join_reads_left_on_gate_0_and_right_on_gate_1_hash_partitioned() -> None:

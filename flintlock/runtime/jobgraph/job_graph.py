@@ -125,6 +125,8 @@ class JobGraph:
     ``configuration`` holds the job's own Flink keys (``execution.runtime-mode``,
     ``restart-strategy.type``, ...) as strings; they override the cluster configuration.
     ``plan`` is Flink's plan JSON (``env.get_execution_plan()``) for REST and the web UI.
+    ``slot_sharing_group_resources`` maps a slot sharing group to the ``ResourceProfile`` of its
+    slots (fine-grained resources); groups not in it ask for default slots (``UNKNOWN``).
     """
 
     job_id: JobID
@@ -133,6 +135,7 @@ class JobGraph:
     vertices: tuple[JobVertex, ...]
     configuration: Mapping[str, str] = field(default_factory=dict)
     plan: Mapping[str, Any] = field(default_factory=dict)
+    slot_sharing_group_resources: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         seen: set[JobVertexID] = set()

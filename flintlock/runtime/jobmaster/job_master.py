@@ -180,8 +180,9 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
         self._rm: ResourceManagerGateway | None = None
         self._rm_connecting = False
         self._rm_last_heartbeat: float | None = None
-        self._wanted_slots: int | None = None
-        self._declared_slots: int | None = None
+        #: the latest requirement ((profile, count) pairs) and the last one the RM acknowledged
+        self._wanted_slots: tuple[tuple[Any, int], ...] | None = None
+        self._declared_slots: tuple[tuple[Any, int], ...] | None = None
         self._declaring = False
         self._termination: asyncio.Future[JobResult] | None = None
         #: where the job's PIPELINED partitions live (STREAMING jobs), released at the end
@@ -359,7 +360,7 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
             elif isinstance(command, CancelTask):
                 self._cancel_task(command)
             elif isinstance(command, DeclareResources):
-                self._declare(command.number_of_slots)
+                self._declare(command.resources)
             elif isinstance(command, FreeSlot):
                 self._send(
                     self._call_te(command.task_executor_address, "free_slot", command.allocation_id, command.cause),
@@ -523,10 +524,10 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
         if self._wanted_slots is not None:
             self._declare(self._wanted_slots)
 
-    def _declare(self, number_of_slots: int) -> None:
+    def _declare(self, resources: tuple[tuple[Any, int], ...]) -> None:
         """Send the latest requirement; declarations are sent one at a time, latest wins."""
-        self._wanted_slots = number_of_slots
-        if self._rm is None or self._declaring or self._declared_slots == number_of_slots:
+        self._wanted_slots = resources
+        if self._rm is None or self._declaring or self._declared_slots == resources:
             return
         self._declaring = True
         rm = self._rm
@@ -534,14 +535,15 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
         def done(_: Any, error: BaseException | None) -> None:
             self._declaring = False
             if error is not None:
-                log.warning("job %s: declaring %d slot(s) failed: %s", self.job_id, number_of_slots, error)
+                log.warning("job %s: declaring %d slot(s) failed: %s", self.job_id,
+                            sum(n for _, n in resources), error)
                 return
-            self._declared_slots = number_of_slots
-            if self._wanted_slots is not None and self._wanted_slots != number_of_slots and self.job_result is None:
+            self._declared_slots = resources
+            if self._wanted_slots is not None and self._wanted_slots != resources and self.job_result is None:
                 self._declare(self._wanted_slots)
 
         self._send(
-            rm.declare_required_resources(ResourceRequirements(self.job_id, self.address, number_of_slots)),
+            rm.declare_required_resources(ResourceRequirements(self.job_id, self.address, resources=resources)),
             done,
         )
 

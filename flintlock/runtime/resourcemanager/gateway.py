@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.ids import AllocationID, JobID, ResourceID, SlotID
 from flintlock.runtime.logs.files import LogChunk, LogInfo
 from flintlock.runtime.metrics.task_manager_metrics import TaskManagerMetricsSnapshot
@@ -43,6 +44,9 @@ class TaskExecutorRegistration:
         cpu_cores: the CPU cores it offers (its total ``ResourceProfile``'s).
         memory: Flink's ``TaskExecutorMemoryConfiguration`` in bytes (``frameworkHeap``,
             ``taskHeap``, ..., ``totalProcessMemory``; ``taskexecutor.process_status``).
+        total_resource_profile: what its slots may hold in all (Flink's
+            ``totalResourceProfile``): ``cpu_cores`` and its JVM's task heap, task off-heap and
+            managed memory (zero memory: unknown, matched on CPU only); None: not accounted.
     """
 
     address: str
@@ -53,6 +57,7 @@ class TaskExecutorRegistration:
     spark: dict[str, str] = field(default_factory=dict)
     cpu_cores: float = 0.0
     memory: dict[str, int] = field(default_factory=dict)
+    total_resource_profile: ResourceProfile | None = None
 
 
 @dataclass(frozen=True)
@@ -66,11 +71,20 @@ class RegistrationResponse:
 
 @dataclass(frozen=True)
 class ResourceRequirements:
-    """A job's declared need: ``number_of_slots`` slots (any profile) for ``job_id``."""
+    """A job's declared need (Flink ``ResourceRequirements``): ``resources`` holds
+    ``(ResourceProfile, number of slots)`` pairs; ``UNKNOWN`` asks for default slots. Given only
+    ``number_of_slots``, that many default slots."""
 
     job_id: JobID
     job_master_address: str
-    number_of_slots: int
+    number_of_slots: int = 0
+    resources: tuple[tuple[ResourceProfile, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.resources and self.number_of_slots:
+            object.__setattr__(self, "resources",
+                               ((ResourceProfile.UNKNOWN, self.number_of_slots),))
+        object.__setattr__(self, "number_of_slots", sum(n for _, n in self.resources))
 
 
 @dataclass(frozen=True)

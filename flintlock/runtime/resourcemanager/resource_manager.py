@@ -17,6 +17,7 @@ from typing import Any
 from flintlock.config.configuration import Configuration
 from flintlock.config.options import RPC_ASK_TIMEOUT
 from flintlock.runtime.clock import Clock
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.heartbeat.heartbeat_manager import HeartbeatManager
 from flintlock.runtime.ids import AllocationID, JobID, ResourceID, SlotID
 from flintlock.runtime.jobmaster.gateway import JobMasterGateway
@@ -201,9 +202,12 @@ class ResourceManager(FencedRpcEndpoint):
         )
         # its slots come with its first slot report (as in Flink): a slot requested now could
         # cross that report, which would then say the slot is free after it was allocated
-        self.slot_manager.handle(TaskExecutorAdded(resource_id, 0, f"register {resource_id}"))
-        log.info("Registered TaskExecutor %s at %s with %d slots.", resource_id,
-                 registration.address, registration.number_of_slots)
+        total = registration.total_resource_profile
+        self.slot_manager.handle(TaskExecutorAdded(
+            resource_id, 0, f"register {resource_id}",
+            total if isinstance(total, ResourceProfile) else None, registration.number_of_slots))
+        log.info("Registered TaskExecutor %s at %s with %d slots and %s.", resource_id,
+                 registration.address, registration.number_of_slots, total)
         return RegistrationResponse(True, self.resource_id)
 
     async def send_slot_report(self, resource_id: ResourceID, slot_report: SlotReport) -> Acknowledge:
@@ -273,18 +277,21 @@ class ResourceManager(FencedRpcEndpoint):
         return RegistrationResponse(True, self.resource_id)
 
     async def declare_required_resources(self, requirements: ResourceRequirements) -> Acknowledge:
-        if requirements.number_of_slots < 0:
-            raise ValueError(f"negative slot requirement: {requirements.number_of_slots}")
+        for profile, count in requirements.resources:
+            if not isinstance(profile, ResourceProfile) or not isinstance(count, int) or count < 0:
+                raise ValueError(f"invalid slot requirement: {count!r} x {profile!r}")
         if requirements.job_id not in self._job_masters:
             # Flink: "Could not find registered job manager" (e.g. a late declaration after the
             # JobMaster disconnected must not leave a requirement nobody will ever use)
             raise ResourceManagerException(
                 f"job {requirements.job_id} has no registered JobMaster; register_job_master first"
             )
-        log.info("Job %s declares %d slots.", requirements.job_id, requirements.number_of_slots)
+        log.info("Job %s declares %s.", requirements.job_id, ", ".join(
+            f"{n} x {'default slot' if p.is_unknown else p}" for p, n in requirements.resources)
+            or "no slots")
         self.slot_manager.handle(RequirementsDeclared(
             requirements.job_id, requirements.job_master_address, requirements.number_of_slots,
-            f"declare {requirements.job_id}",
+            f"declare {requirements.job_id}", tuple(requirements.resources),
         ))
         return ACK
 

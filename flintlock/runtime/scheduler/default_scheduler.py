@@ -41,6 +41,7 @@ from typing import Any, Protocol
 
 from flintlock.config import options
 from flintlock.config.configuration import Configuration
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.executiongraph.archived import ExceptionHistoryEntry, JobResult
 from flintlock.runtime.executiongraph.execution import Execution
 from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
@@ -194,7 +195,7 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
         self._validate = validate
         self._shared = SharedSlotRequests()
         self._restarts = PendingRestarts()
-        self._declared = 0
+        self._declared: tuple[tuple[ResourceProfile, int], ...] = ()
         self._idle_check_at: float | None = None
         #: why the ResourceManager cannot provide slots ("" when it did not say)
         self._resource_shortage = ""
@@ -389,6 +390,10 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
             f"({len(self.pool.pending_requests())} slot request(s) pending). Add TaskManagers or "
             "slots (taskmanager.numberOfTaskSlots), or lower the parallelism."
         )
+        sized = sorted({str(p) for p, _ in self.pool.required_resources() if not p.is_unknown})
+        if sized:
+            message += (f" Slot sharing groups ask for slots of {', '.join(sized)}: a TaskManager "
+                        "must have that much CPU (taskmanager.cpu.cores) and memory left.")
         if self._resource_shortage:
             message += f" The ResourceManager reported: {self._resource_shortage}"
         error = SerializedError.from_exception(NoResourceAvailableException(message), non_recoverable=True)
@@ -599,7 +604,7 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
         for slot in self.pool.take_slots_to_free():  # their TaskManager is blocked
             self._out.append(FreeSlot(slot.task_executor_address, slot.allocation_id,
                                       "its TaskManager is blocked (slow node)"))
-        required = self.pool.required_slots()
+        required = self.pool.required_resources()
         if required != self._declared:
             self._declared = required
             self._out.append(DeclareResources(required))

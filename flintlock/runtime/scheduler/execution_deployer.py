@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.executiongraph.execution import Execution, SlotAssignment
 from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
 from flintlock.runtime.ids import ExecutionVertexID, JobVertexID
@@ -58,8 +59,10 @@ class ExecutionDeployer:
             ssg = self.graph.vertex(e.attempt_id.execution_vertex_id).job_vertex.job_vertex.slot_sharing_group
             groups.setdefault((ssg, e.subtask_index), []).append(e)
         requests = self._shared.add_bulk({e.attempt_id for e in m} for m in groups.values())
-        for request in requests:
-            slot = self.pool.request_slot(request.id)
+        resources = self.graph.job_graph.slot_sharing_group_resources
+        for (ssg, _), request in zip(groups, requests, strict=True):
+            request.resource_profile = resources.get(ssg, ResourceProfile.UNKNOWN)
+            slot = self.pool.request_slot(request.id, request.resource_profile)
             if slot is not None:
                 self._assign(request, slot)
         self._deploy_ready_bulks()

@@ -192,9 +192,20 @@ class Command:
 
 @dataclass(frozen=True)
 class DeclareResources(Command):
-    """Tell the ResourceManager how many slots the job needs now."""
+    """Tell the ResourceManager which slots the job needs now: (profile, count) pairs."""
 
-    number_of_slots: int
+    resources: tuple[tuple[Any, int], ...]
+
+    @property
+    def number_of_slots(self) -> int:
+        return sum(n for _, n in self.resources)
+
+    @classmethod
+    def default_slots(cls, n: int) -> DeclareResources:
+        """``n`` default (UNKNOWN) slots."""
+        from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
+
+        return cls(((ResourceProfile.UNKNOWN, n),) if n else ())
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.ids import ExecutionAttemptID
 from flintlock.runtime.jobmaster.slotpool.declarative_slot_pool import AllocatedSlot, SlotRequestId
 
@@ -27,6 +28,8 @@ class SharedSlotRequest:
     bulk_id: int
     members: set[ExecutionAttemptID]
     slot: AllocatedSlot | None = None
+    #: the slot sharing group's resources (UNKNOWN: a default slot)
+    resource_profile: ResourceProfile = ResourceProfile.UNKNOWN
 
 
 @dataclass(eq=False)

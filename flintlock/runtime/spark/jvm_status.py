@@ -32,6 +32,7 @@ when there is none (``spark.remote``, or no Spark at all) or Py4J fails (logged 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 from typing import Any
@@ -142,6 +143,23 @@ def _off_heap_bytes(conf: Any) -> int:
         return parse_memory_bytes(str(conf.get("spark.memory.offHeap.size", "0")))
     except ValueError:
         return 0
+
+
+def off_heap_bytes(settings: Any) -> int:
+    """``spark.memory.offHeap.size`` in bytes when off-heap memory is enabled, else 0
+    (``settings``: anything with ``get(key, default)``, a SparkConf or a dict)."""
+    return _off_heap_bytes(settings)
+
+
+def driver_memory_for(task_heap: int, managed: int, fraction: float = 0.6) -> int:
+    """The JVM heap (``spark.driver.memory``, bytes) whose task heap and on-heap unified
+    memory hold at least ``task_heap`` and ``managed`` bytes: the inverse of ``jvm_memory``
+    (heap = 300 MiB reserved + the rest, split ``1 - fraction`` : ``fraction``), plus 7% because
+    ``Runtime.maxMemory`` stays below ``-Xmx`` by a survivor space."""
+    if not 0 < fraction < 1:
+        raise ValueError(f"spark.memory.fraction must be in (0, 1), got {fraction}")
+    usable = max(task_heap / (1 - fraction), managed / fraction)
+    return int(math.ceil((SPARK_RESERVED_MEMORY + usable) * 1.07))
 
 
 def jvm_memory(sc: Any) -> dict[str, int]:

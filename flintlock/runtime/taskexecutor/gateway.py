@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.deployment import TaskDeploymentDescriptor
 from flintlock.runtime.ids import (
     AllocationID,
@@ -34,11 +35,15 @@ __all__ = [
 
 @dataclass(frozen=True)
 class SlotStatus:
-    """One slot in a SlotReport: free when ``allocation_id`` is None."""
+    """One slot in a SlotReport: free when ``allocation_id`` is None. ``resource_profile`` is
+    the profile it was requested with (``UNKNOWN``: a default slot; free slots are default
+    slots). Slots beyond ``taskmanager.numberOfTaskSlots`` are dynamic ones, sized for a slot
+    sharing group with resources, and are reported only while allocated."""
 
     slot_id: SlotID
     allocation_id: AllocationID | None = None
     job_id: JobID | None = None
+    resource_profile: ResourceProfile = ResourceProfile.UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,8 @@ class SlotOffer:
 
     allocation_id: AllocationID
     slot_index: int
+    #: the profile the ResourceManager requested it with (UNKNOWN: a default slot)
+    resource_profile: ResourceProfile = ResourceProfile.UNKNOWN
 
 
 class TaskExecutorGateway(Protocol):
@@ -70,15 +77,20 @@ class TaskExecutorGateway(Protocol):
         job_id: JobID,
         allocation_id: AllocationID,
         job_master_address: str,
+        resource_profile: ResourceProfile = ResourceProfile.UNKNOWN,
     ) -> int:
         """Allocate ``slot_id`` for ``job_id`` (ResourceManager -> TaskExecutor); returns the
         slot table's version with the allocation in it (``SlotReport.version``).
 
         The TaskExecutor marks the slot ALLOCATED, connects to the JobMaster at
         ``job_master_address`` and offers it. Idempotent for the same allocation id.
+        ``resource_profile`` UNKNOWN takes a default slot (index below
+        ``taskmanager.numberOfTaskSlots``); a known profile creates a dynamic slot of that size
+        at the given index (at or above it), as Flink's ``TaskSlotTable`` does.
 
         Raises:
-            SlotAllocationException: the slot is taken by another allocation, or unknown.
+            SlotAllocationException: the slot is taken by another allocation, unknown, or its
+                resources exceed what the TaskExecutor has left.
         """
         ...
 

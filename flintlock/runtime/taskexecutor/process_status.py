@@ -24,6 +24,7 @@ from typing import Any
 
 from flintlock.config.configuration import Configuration
 from flintlock.config.options import TM_CPU_CORES
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.metrics.status import (
     memory_limit_bytes,
     physical_memory_bytes,
@@ -33,9 +34,15 @@ from flintlock.runtime.spark.jvm_status import (
     embedded_jvm_heap_max,
     embedded_jvm_memory,
     embedded_jvm_status,
+    off_heap_bytes,
 )
 
-__all__ = ["MEMORY_CONFIGURATION_KEYS", "registration_resources", "task_manager_status"]
+__all__ = [
+    "MEMORY_CONFIGURATION_KEYS",
+    "registration_resources",
+    "task_manager_status",
+    "total_resource_profile",
+]
 
 #: Flink's ``TaskExecutorMemoryConfiguration`` fields, in its order
 MEMORY_CONFIGURATION_KEYS = (
@@ -64,6 +71,19 @@ def registration_resources(configuration: Configuration) -> dict[str, Any]:
         "managedMemory": memory["managedMemory"],
     }
     return {"hardware": hardware, "cpu_cores": cores, "memory": memory}
+
+
+def total_resource_profile(resources: dict[str, Any], spark_settings: Any) -> ResourceProfile:
+    """What this TaskExecutor's slots may hold in all (Flink's ``totalResourceProfile``), from
+    ``registration_resources``: its cores; its JVM's task heap; Spark's off-heap memory
+    (``spark.memory.offHeap.size``, ``spark_settings``) as task off-heap memory and the rest of
+    the managed memory (the on-heap unified memory) as managed memory. Memory is zero when the
+    JVM is not known (a remote Spark server): then slots are matched on CPU only."""
+    memory = resources["memory"]
+    managed = int(memory.get("managedMemory", 0))
+    off_heap = min(managed, off_heap_bytes(spark_settings)) if managed else 0
+    return ResourceProfile(float(resources["cpu_cores"]), int(memory.get("taskHeap", 0)),
+                           off_heap, managed - off_heap)
 
 
 def task_manager_status() -> dict[str, float]:

@@ -31,6 +31,7 @@ from flintlock.config.options import (
     TASK_SLOTS,
 )
 from flintlock.runtime.clock import Clock
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.deployment import TaskDeploymentDescriptor
 from flintlock.runtime.heartbeat.heartbeat_manager import HeartbeatManager
 from flintlock.runtime.ids import (
@@ -63,7 +64,10 @@ from flintlock.runtime.taskexecutor.gateway import SlotOffer, SlotReport
 from flintlock.runtime.taskexecutor.live_metrics_pusher import LiveMetricsPusher
 from flintlock.runtime.taskexecutor.logs_and_metrics import TaskExecutorLogsAndMetrics
 from flintlock.runtime.taskexecutor.partition_table import PartitionTable, delete_partition_uris
-from flintlock.runtime.taskexecutor.process_status import registration_resources
+from flintlock.runtime.taskexecutor.process_status import (
+    registration_resources,
+    total_resource_profile,
+)
 from flintlock.runtime.taskexecutor.resource_manager_connection import (
     EstablishedResourceManagerConnection,
     ResourceManagerConnection,
@@ -301,12 +305,16 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
     # ---- ResourceManager connection ------------------------------------------------------------
 
     def _registration(self) -> TaskExecutorRegistration:
+        resources = registration_resources(self._configuration)
+        self._table.total_resource = total_resource_profile(resources,
+                                                            self._configuration.spark_settings())
         return TaskExecutorRegistration(
             address=self.address,
             resource_id=self.resource_id,
             number_of_slots=self.number_of_slots,
             spark=dict(self._spark_info),
-            **registration_resources(self._configuration),
+            total_resource_profile=self._table.total_resource,
+            **resources,
         )
 
     def _on_registered(self, rm: EstablishedResourceManagerConnection, generation: int) -> None:
@@ -383,13 +391,17 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
     # ---- slots ---------------------------------------------------------------------------------
 
     async def request_slot(
-        self, slot_id: SlotID, job_id: JobID, allocation_id: AllocationID, job_master_address: str
+        self, slot_id: SlotID, job_id: JobID, allocation_id: AllocationID, job_master_address: str,
+        resource_profile: ResourceProfile = ResourceProfile.UNKNOWN,
     ) -> int:
         if slot_id.resource_id != self.resource_id:
             raise SlotAllocationException(f"slot {slot_id} does not belong to {self.resource_id}")
+        if not isinstance(resource_profile, ResourceProfile):
+            raise SlotAllocationException(f"not a ResourceProfile: {type(resource_profile).__name__}")
         if self._stopping:
             raise SlotAllocationException(f"TaskExecutor {self.resource_id} is shutting down")
-        newly = self._table.allocate_slot(slot_id.slot_number, job_id, allocation_id)
+        newly = self._table.allocate_slot(slot_id.slot_number, job_id, allocation_id,
+                                          resource_profile)
         if newly:
             log.info("Allocated slot %s for job %s (allocation %s).", slot_id, job_id,
                      allocation_id)
@@ -439,7 +451,7 @@ class TaskExecutor(TaskExecutorCheckpoints, RpcEndpoint):
                  if s.allocation_id is not None and s.allocation_id not in job.offered]
         if not slots:
             return
-        offers = tuple(SlotOffer(s.allocation_id, s.index) for s in slots
+        offers = tuple(SlotOffer(s.allocation_id, s.index, s.resource_profile) for s in slots
                        if s.allocation_id is not None)
         job.offered.update(o.allocation_id for o in offers)
         self.run_async(

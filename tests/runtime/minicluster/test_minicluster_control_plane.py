@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.ids import IntermediateDataSetID, JobID, JobVertexID
 from flintlock.runtime.jobgraph.job_graph import IntermediateDataSet, JobEdge, JobGraph, JobVertex
 from flintlock.runtime.jobgraph.types import JobStatus, JobType, ResultPartitionType, ShipStrategy
@@ -96,3 +98,43 @@ async def test_a_failing_task_fails_the_job_with_its_root_cause(cluster: MiniClu
     assert "bad record 42" in result.failure.error.message
     assert result.failure.task_name.startswith("v1 (")
     assert result.failure.location in {str(te.resource_id) for te in cluster.task_executors}
+
+
+def _in_group(job: JobGraph, group: str, profile: ResourceProfile) -> JobGraph:
+    """``job`` with every vertex in slot sharing group ``group`` of slots of ``profile``."""
+    vertices = tuple(dataclasses.replace(v, slot_sharing_group=group) for v in job.vertices)
+    return dataclasses.replace(job, vertices=vertices,
+                               slot_sharing_group_resources={group: profile})
+
+
+@gen_mini_cluster(task_managers=2, slots_per_task_manager=2,
+                  config={"taskmanager.cpu.cores": "2"})
+async def test_slots_of_a_group_with_resources_are_sized_from_task_manager_cores(
+        cluster: MiniCluster) -> None:
+    heavy = ResourceProfile.of(1.5, 1)
+    with blocking_latch_scope("sized") as latch:
+        # two slots of 1.5 cores: each 2-core TaskManager has room for one only
+        job = _in_group(chain_job((BLOCKING, 2, None), conf={LATCH_KEY: "sized"}), "heavy", heavy)
+        await cluster.submit_job(job)
+        for _ in range(2):
+            await asyncio.to_thread(latch.started.acquire, True, 10)
+        tracker = cluster.resource_manager.slot_manager.tracker
+        held = {str(s.slot_id.resource_id): (s.slot_id.slot_number, s.resource_profile)
+                for s in tracker.slots() if s.job_id == job.job_id}
+        assert held == {str(te.resource_id): (2, heavy) for te in cluster.task_executors}, held
+        for te in cluster.task_executors:
+            assert tracker.available_resource(te.resource_id).cpu_cores == 0.5
+            assert tracker.number_of_free_slots(te.resource_id) == 0  # a default slot is 1 core
+        await cluster.dispatcher_gateway.cancel_job(job.job_id)
+        await cluster.wait_for_job_result(job.job_id, timeout_s=20)
+
+
+@gen_mini_cluster(task_managers=1, slots_per_task_manager=2,
+                  config={"taskmanager.cpu.cores": "2", "slot.request.timeout": "1 s"})
+async def test_a_group_asking_for_more_cores_than_any_task_manager_fails_clearly(
+        cluster: MiniCluster) -> None:
+    job = _in_group(chain_job((NOOP, 1, None)), "huge", ResourceProfile.of(3.0, 1))
+    result = await cluster.execute(job, timeout_s=20)
+    assert result.application_status == "FAILED"
+    message = result.failure.error.message
+    assert "ResourceProfile{cpuCores=3" in message and "taskmanager.cpu.cores" in message, message

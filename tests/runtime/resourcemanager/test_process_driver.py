@@ -121,3 +121,22 @@ def test_a_missing_interpreter_fails_the_request_with_its_path(tmp_path: Path) -
         await driver.terminate()
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_a_worker_sized_for_slots_with_memory_gets_a_spark_heap_that_holds_them(
+        tmp_path: Path, fake_python: Path) -> None:
+    mib = 1024 * 1024
+    driver = _driver(tmp_path, fake_python)
+    sized = WorkerResourceSpec(2, 3, task_heap_memory=800 * mib, task_off_heap_memory=64 * mib,
+                               managed_memory=300 * mib)
+    conf = driver._worker_configuration(ResourceID("taskmanager-abc-2"), sized)
+    heap_mb = int(conf["spark.driver.memory"].removesuffix("m"))
+    # the heap's task part (0.4 of what is above the 300 MiB Spark reserves) holds 800 MiB
+    assert (heap_mb / 1.07 - 300) * 0.4 >= 800 - 1 and heap_mb < 2600
+    assert conf["spark.memory.offHeap.enabled"] == "true"
+    assert conf["spark.memory.offHeap.size"] == str(64 * mib)
+    assert conf["taskmanager.cpu.cores"] == "3"
+    # a default worker keeps the Spark server's default heap; a larger configured one is kept
+    assert "spark.driver.memory" not in driver._worker_configuration(ResourceID("t-3"), SPEC)
+    big = _driver(tmp_path, fake_python, **{"spark.driver.memory": "8g"})
+    assert big._worker_configuration(ResourceID("t-4"), sized)["spark.driver.memory"] == "8g"

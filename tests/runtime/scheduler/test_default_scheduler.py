@@ -65,7 +65,7 @@ def test_batch_job_runs_region_by_region_and_commits_sinks() -> None:
     sink = RecordingSink()
     d = Driver(make_job([("src", 2), ("sink", 2)], [(0, 1, S.HASH)], sinks={1: (sink,)}))
     cmds = d.handle(StartScheduling({d.graph.job_graph.vertices[0].id: [["s0"], ["s1"]]}))
-    assert cmds == [DeclareResources(2)]
+    assert cmds == [DeclareResources.default_slots(2)]
     assert d.graph.state is JobStatus.RUNNING
     accepted, cmds = d.offer(3)
     assert len(accepted) == 2  # the third slot is not needed
@@ -78,11 +78,11 @@ def test_batch_job_runs_region_by_region_and_commits_sinks() -> None:
     d.report(src0.tdd.attempt_id, ExecutionState.INITIALIZING)
     d.report(src0.tdd.attempt_id, ExecutionState.RUNNING)
     cmds = d.finish(src0)
-    assert cmds == [DeclareResources(1)]  # consumer region not ready: slot idles
+    assert cmds == [DeclareResources.default_slots(1)]  # consumer region not ready: slot idles
     cmds = d.finish(src1)
     # both consumers go into the two idle slots: nothing new to declare
     assert names(cmds) == ["sink (1/2)#0", "sink (2/2)#0"]
-    assert DeclareResources(2) in cmds
+    assert DeclareResources.default_slots(2) in cmds
     sink0, sink1 = deploys(cmds)
     gate = sink1.tdd.input_gates[0]
     assert (gate.subpartition_start, gate.subpartition_end) == (1, 1)
@@ -92,7 +92,7 @@ def test_batch_job_runs_region_by_region_and_commits_sinks() -> None:
 
     d.finish(sink1, committables={0: "c1"})
     cmds = d.finish(sink0, committables={0: "c0"})
-    assert cmds == [FinalizeSinks(True, ((sink, ("c0", "c1")),)), DeclareResources(0)]
+    assert cmds == [FinalizeSinks(True, ((sink, ("c0", "c1")),)), DeclareResources.default_slots(0)]
     assert d.graph.state is JobStatus.RUNNING
     cmds = d.handle(SinksFinalized())
     assert d.graph.state is JobStatus.FINISHED
@@ -107,7 +107,7 @@ def test_batch_job_runs_region_by_region_and_commits_sinks() -> None:
 
 def test_slot_sharing_in_one_pipelined_region() -> None:
     d = Driver(make_job([("a", 2), ("b", 2)], [(0, 1, S.HASH)], result_type=PIPELINED))
-    assert d.handle(StartScheduling()) == [DeclareResources(2)]
+    assert d.handle(StartScheduling()) == [DeclareResources.default_slots(2)]
     _, cmds = d.offer(1)
     assert deploys(cmds) == []  # bulk waits until every shared slot is there
     _, cmds = d.offer(1)
@@ -136,7 +136,7 @@ def test_task_failure_without_restart_fails_job_with_root_cause() -> None:
     error = SerializedError("ValueError", "boom")
     cmds = d.report(a0.tdd.attempt_id, ExecutionState.FAILED, error=error, task_manager="tm-1")
     assert d.graph.state is JobStatus.FAILING
-    assert cmds == [FinalizeSinks(False, ((sink, ("partial",)),)), DeclareResources(0)]
+    assert cmds == [FinalizeSinks(False, ((sink, ("partial",)),)), DeclareResources.default_slots(0)]
     cmds = d.handle(SinksFinalized())
     assert d.graph.state is JobStatus.FAILED
     (terminated,) = [c for c in cmds if isinstance(c, JobTerminated)]
@@ -305,7 +305,7 @@ def test_region_restart_with_fixed_delay() -> None:
     # second failure exceeds attempts=1
     cmds = d.report(deploys(cmds)[0].tdd.attempt_id, ExecutionState.FAILED, error=SerializedError("E", "again"))
     assert d.graph.state is JobStatus.FAILING
-    assert cmds == [CancelTask("inproc://tm-1", b1.tdd.attempt_id), DeclareResources(1)]
+    assert cmds == [CancelTask("inproc://tm-1", b1.tdd.attempt_id), DeclareResources.default_slots(1)]
     archived = d.graph.archive()
     assert [len(v.prior_attempts) for v in archived.vertices] == [0, 1]
     assert len(archived.exception_history) == 2

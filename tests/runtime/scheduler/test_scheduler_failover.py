@@ -122,7 +122,7 @@ def test_partitions_on_shared_storage_survive_task_manager_loss() -> None:
     cmds = d.handle(TaskManagerLost(TM1, "heartbeat timed out"))
     assert [c for c in cmds if isinstance(c, CancelTask)] == []  # b1 keeps running
     assert _partition_of(d, "a", 0).available
-    assert d.advance(1.0) == [DeclareResources(2)]  # b0#1 needs a slot: TM1's is gone
+    assert d.advance(1.0) == [DeclareResources.default_slots(2)]  # b0#1 needs a slot: TM1's is gone
     _, cmds = d.offer(1, TM3)
     assert names(cmds) == ["b (1/2)#1"]
     gate = deploys(cmds)[0].tdd.input_gates[0]
@@ -180,7 +180,7 @@ def test_restart_after_the_idle_timeout_needs_a_new_slot() -> None:
     d.report(a0.tdd.attempt_id, ExecutionState.FAILED, error=SerializedError("E", "flaky"))
     assert d.advance(5.0) == [FreeSlot("inproc://tm-1", a0.tdd.allocation_id, "slot idle timeout")]
     cmds = d.advance(1.0)
-    assert deploys(cmds) == [] and cmds == [DeclareResources(1)]
+    assert deploys(cmds) == [] and cmds == [DeclareResources.default_slots(1)]
     assert d.scheduler.pending_slot_requests() == 1
     _, cmds = d.offer(1)
     assert names(cmds) == ["a (1/1)#1"]

@@ -42,7 +42,7 @@ def test_allocate_is_idempotent_and_rejects_a_taken_slot(table: TaskSlotTable) -
         table.allocate_slot(0, JOB, a2)
     with pytest.raises(SlotAllocationException, match="already holds"):
         table.allocate_slot(1, JOB, a1)
-    with pytest.raises(SlotAllocationException, match="no slot"):
+    with pytest.raises(SlotAllocationException, match="no default slot"):
         table.allocate_slot(7, JOB, a2)
     assert table.slot(0).state is TaskSlotState.ALLOCATED
     assert table.number_of_free_slots() == 1

@@ -1,12 +1,19 @@
 """DeclarativeSlotPool: the slots a JobMaster owns and the requests waiting for one (pure).
 
-Follows Flink ``DefaultDeclarativeSlotPool`` + ``DeclarativeSlotPoolBridge`` (fact sheet 8.3), on the
-granularity flintlock needs (every slot is alike):
+Follows Flink ``DefaultDeclarativeSlotPool`` + ``DeclarativeSlotPoolBridge`` (fact sheet 8.3):
 - A *slot request* (one per shared slot: all executions of one slot sharing group with the same
-  subtask index scheduled together) gets a free owned slot at once, or waits (FIFO).
-- The JobMaster declares ``required_slots()`` = waiting requests + slots in use to the
-  ResourceManager; idle slots are not counted but stay in the pool until ``slot.idle.timeout``.
-- Offers are accepted while requests wait for them (re-offers of an owned slot are accepted again).
+  subtask index scheduled together) names a ``ResourceProfile``: its group's resources, or
+  ``UNKNOWN`` for a group without (fine-grained resources). It gets a free owned slot of that
+  profile at once, or waits (FIFO per profile).
+- A slot's profile is the one the ResourceManager requested it with (``SlotOffer.
+  resource_profile``), so a request matches a slot when the two are equal: an UNKNOWN request
+  never takes a slot sized for a group with resources, which the ResourceManager counts for that
+  group.
+- The JobMaster declares ``required_resources()`` = waiting requests + slots in use per profile
+  to the ResourceManager; idle slots are not counted but stay in the pool until
+  ``slot.idle.timeout``.
+- Offers are accepted while requests of their profile wait for them (re-offers of an owned slot
+  are accepted again).
 - Blocked TaskManagers (speculative execution's slow nodes; Flink
   ``BlocklistDeclarativeSlotPool``): their new offers are refused, and their slots leave the
   pool as soon as they are free (``take_slots_to_free``), so no new request runs there.
@@ -15,9 +22,11 @@ No asyncio, no I/O; ``now`` (monotonic seconds) is passed in.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.ids import AllocationID, ResourceID
 from flintlock.runtime.taskexecutor.gateway import SlotOffer
 
@@ -38,6 +47,8 @@ class AllocatedSlot:
     request_id: SlotRequestId | None = None
     #: monotonic seconds since when it is idle
     idle_since: float | None = None
+    #: the profile the ResourceManager requested it with (UNKNOWN: a default slot)
+    resource_profile: ResourceProfile = ResourceProfile.UNKNOWN
 
     @property
     def is_free(self) -> bool:
@@ -57,7 +68,11 @@ class DeclarativeSlotPool:
         #: free slots, in the order they became free (oldest ``idle_since`` first)
         self._free: dict[AllocationID, AllocatedSlot] = {}
         self._by_request: dict[SlotRequestId, AllocatedSlot] = {}
-        self._pending: dict[SlotRequestId, None] = {}  # insertion-ordered FIFO
+        #: waiting requests and their profiles, insertion-ordered (FIFO)
+        self._pending: dict[SlotRequestId, ResourceProfile] = {}
+        #: per profile: free slots (oldest idle first) and waiting requests (FIFO)
+        self._free_of: dict[ResourceProfile, dict[AllocationID, AllocatedSlot]] = {}
+        self._pending_of: dict[ResourceProfile, dict[SlotRequestId, None]] = {}
         self._blocked: set[ResourceID] = set()
         #: slots of blocked TaskManagers that became free, to be returned to them
         self._to_free: list[AllocatedSlot] = []
@@ -83,13 +98,21 @@ class DeclarativeSlotPool:
         return list(self._pending)
 
     def required_slots(self) -> int:
-        """What to declare to the ResourceManager: waiting requests + slots in use."""
+        """Waiting requests + slots in use (all profiles)."""
         return len(self._pending) + self.slots_in_use()
+
+    def required_resources(self) -> tuple[tuple[ResourceProfile, int], ...]:
+        """What to declare to the ResourceManager: waiting requests + slots in use, per profile
+        (sorted, so equal requirements compare equal)."""
+        counts = Counter(self._pending.values())
+        counts.update(s.resource_profile for s in self._by_request.values())
+        return tuple(sorted((p, n) for p, n in counts.items() if n))
 
     # ---- internal index maintenance --------------------------------------------------------------
 
     def _occupy(self, slot: AllocatedSlot, request_id: SlotRequestId) -> None:
         del self._free[slot.allocation_id]
+        self._drop_free_of(slot)
         slot.request_id = request_id
         slot.idle_since = None
         self._by_request[request_id] = slot
@@ -100,26 +123,46 @@ class DeclarativeSlotPool:
         slot.request_id = None
         slot.idle_since = now
         self._free[slot.allocation_id] = slot
+        self._free_of.setdefault(slot.resource_profile, {})[slot.allocation_id] = slot
+
+    def _drop_free_of(self, slot: AllocatedSlot) -> None:
+        free = self._free_of.get(slot.resource_profile)
+        if free is not None and free.pop(slot.allocation_id, None) is not None and not free:
+            del self._free_of[slot.resource_profile]
+
+    def _add_pending(self, request_id: SlotRequestId, profile: ResourceProfile) -> None:
+        self._pending[request_id] = profile
+        self._pending_of.setdefault(profile, {})[request_id] = None
+
+    def _drop_pending(self, request_id: SlotRequestId) -> None:
+        profile = self._pending.pop(request_id, None)
+        if profile is not None:
+            waiting = self._pending_of[profile]
+            del waiting[request_id]
+            if not waiting:
+                del self._pending_of[profile]
 
     def _forget(self, slot: AllocatedSlot) -> None:
         del self._slots[slot.allocation_id]
         self._free.pop(slot.allocation_id, None)
+        self._drop_free_of(slot)
         if slot.request_id is not None:
             self._by_request.pop(slot.request_id, None)
 
     # ---- requests ------------------------------------------------------------------------------
 
-    def request_slot(self, request_id: SlotRequestId) -> AllocatedSlot | None:
-        """Assign a free slot to ``request_id`` now, or queue the request."""
-        for slot in self._free.values():
+    def request_slot(self, request_id: SlotRequestId,
+                     profile: ResourceProfile = ResourceProfile.UNKNOWN) -> AllocatedSlot | None:
+        """Assign a free slot of ``profile`` to ``request_id`` now, or queue the request."""
+        for slot in self._free_of.get(profile, {}).values():
             self._occupy(slot, request_id)
             return slot
-        self._pending[request_id] = None
+        self._add_pending(request_id, profile)
         return None
 
     def cancel_request(self, request_id: SlotRequestId) -> None:
         """Forget a waiting request (its executions were cancelled)."""
-        self._pending.pop(request_id, None)
+        self._drop_pending(request_id)
 
     def release_slot(self, request_id: SlotRequestId, now: float) -> AllocatedSlot | None:
         """The request's executions are done: its slot becomes idle (stays owned), or, on a
@@ -132,18 +175,20 @@ class DeclarativeSlotPool:
             else:
                 self._make_free(slot, now)
             return slot
-        self._pending.pop(request_id, None)
+        self._drop_pending(request_id)
         return None
 
     def assign_pending(self) -> list[tuple[SlotRequestId, AllocatedSlot]]:
-        """Give free slots to waiting requests, oldest request first."""
+        """Give free slots to waiting requests of their profile, oldest request first."""
         out: list[tuple[SlotRequestId, AllocatedSlot]] = []
-        while self._pending and self._free:
-            request_id = next(iter(self._pending))
-            del self._pending[request_id]
-            slot = next(iter(self._free.values()))
-            self._occupy(slot, request_id)
-            out.append((request_id, slot))
+        for profile in [p for p in self._pending_of if p in self._free_of]:
+            while profile in self._pending_of and profile in self._free_of:
+                request_id = next(iter(self._pending_of[profile]))
+                self._drop_pending(request_id)
+                slot = next(iter(self._free_of[profile].values()))
+                self._occupy(slot, request_id)
+                out.append((request_id, slot))
+        out.sort(key=lambda pair: pair[0])
         return out
 
     # ---- slots ---------------------------------------------------------------------------------
@@ -157,8 +202,8 @@ class DeclarativeSlotPool:
     ) -> tuple[SlotOffer, ...]:
         """Accept the offers this job needs (owned ones again); returns the accepted offers.
 
-        New slots are accepted while ``waiting requests > free slots``; accepted slots start idle,
-        call ``assign_pending`` afterwards.
+        A new slot is accepted while requests of its profile wait for more than the free slots
+        of that profile; accepted slots start idle, call ``assign_pending`` afterwards.
         """
         accepted: list[SlotOffer] = []
         for offer in offers:
@@ -167,11 +212,14 @@ class DeclarativeSlotPool:
                 if owned.resource_id == resource_id:
                     accepted.append(offer)
                 continue
-            if len(self._pending) > len(self._free) and resource_id not in self._blocked:
+            profile = offer.resource_profile
+            if (len(self._pending_of.get(profile, ())) > len(self._free_of.get(profile, ()))
+                    and resource_id not in self._blocked):
                 slot = AllocatedSlot(offer.allocation_id, resource_id, task_executor_address,
-                                     offer.slot_index, idle_since=now)
+                                     offer.slot_index, idle_since=now, resource_profile=profile)
                 self._slots[offer.allocation_id] = slot
                 self._free[offer.allocation_id] = slot
+                self._free_of.setdefault(profile, {})[offer.allocation_id] = slot
                 accepted.append(offer)
         return tuple(accepted)
 
@@ -232,16 +280,22 @@ class DeclarativeSlotPool:
         out = [*self._slots.values(), *self.take_slots_to_free()]
         self._slots.clear()
         self._free.clear()
+        self._free_of.clear()
         self._by_request.clear()
         self._pending.clear()
+        self._pending_of.clear()
         return out
 
     def validate(self) -> None:
         used = [s.request_id for s in self._slots.values() if s.request_id is not None]
         assert len(used) == len(set(used)), f"a request holds two slots: {used}"
         assert not set(used) & set(self._pending), "a request is both pending and assigned"
-        if self._pending:
-            assert not self.free_slots(), "a free slot while requests are waiting"
+        for profile in self._pending_of:
+            assert profile not in self._free_of, f"a free {profile} slot while requests wait"
+        assert {p: list(w) for p, w in self._pending_of.items()} == {
+            p: [r for r, q in self._pending.items() if q == p] for p in set(self._pending.values())
+        }, "pending index mismatch"
+        assert {a for f in self._free_of.values() for a in f} == set(self._free), "free index"
         assert not any(s.resource_id in self._blocked for s in self._free.values()), \
             "a free slot of a blocked TaskManager"
         for s in self._slots.values():

@@ -29,6 +29,7 @@ from flintlock.config.resource_manager_options import (
     SLOTMANAGER_REDUNDANT_TASK_MANAGERS,
 )
 from flintlock.runtime.clock import Clock
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.ids import JobID, ResourceID
 from flintlock.runtime.resourcemanager.active.driver import ResourceManagerDriver
 from flintlock.runtime.resourcemanager.active.worker_tracker import (
@@ -184,9 +185,14 @@ class ActiveResourceManager(ResourceManager):
         slots = {rid: (tracker.number_of_slots(rid), tracker.number_of_free_slots(rid))
                  for rid in tracker.task_executors()}
         jobs = tracker.jobs()
+        missing: dict[ResourceProfile, int] = {}
+        for job_id in jobs:
+            for profile, n in tracker.missing_resources(job_id).items():
+                missing[profile] = missing.get(profile, 0) + n
+        default_missing = missing.pop(ResourceProfile.UNKNOWN, 0)
         self._handle(ResourcesChecked(
-            self.clock.now_ms(), sum(tracker.missing_slots(j) for j in jobs),
-            any(tracker.required_slots(j) for j in jobs), slots, "check"))
+            self.clock.now_ms(), default_missing,
+            any(tracker.required_slots(j) for j in jobs), slots, "check", missing))
         held_back = self.workers.held_back
         if held_back.split(";")[0] != self._held_back_logged.split(";")[0]:  # not per countdown
             self._held_back_logged = held_back

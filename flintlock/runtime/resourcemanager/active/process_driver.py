@@ -29,7 +29,13 @@ from pathlib import Path
 import yaml
 
 from flintlock.config import Configuration
-from flintlock.config.options import JM_RPC_ADDRESS, JM_RPC_PORT, LOG_DIR, PROM_PORT
+from flintlock.config.options import (
+    JM_RPC_ADDRESS,
+    JM_RPC_PORT,
+    LOG_DIR,
+    PROM_PORT,
+    parse_memory_bytes,
+)
 from flintlock.config.resource_manager_options import RM_PROCESS_PYTHON
 from flintlock.config.sensitive import hide_credentials
 from flintlock.runtime.entrypoint.common import SECRET_ENV, cluster_secret
@@ -37,6 +43,7 @@ from flintlock.runtime.ids import ResourceID
 from flintlock.runtime.processes import PARENT_PID_ENV
 from flintlock.runtime.resourcemanager.active.driver import ResourceEventHandler
 from flintlock.runtime.resourcemanager.active.worker_tracker import WorkerResourceSpec
+from flintlock.runtime.spark.jvm_status import driver_memory_for
 
 __all__ = ["ProcessResourceManagerDriver"]
 
@@ -93,6 +100,15 @@ class ProcessResourceManagerDriver:
         })
         if self._configuration.get(PROM_PORT) is not None:
             values[PROM_PORT.key] = "0"  # the JobManager's fixed port is taken: any free one
+        if spec.sized_memory:  # a worker for slots with memory: its Spark JVM holds them
+            fraction = float(values.get("spark.memory.fraction", "0.6"))
+            heap = driver_memory_for(spec.task_heap_memory, spec.managed_memory, fraction)
+            current = values.get("spark.driver.memory")
+            if current is None or parse_memory_bytes(current) < heap:
+                values["spark.driver.memory"] = f"{-(-heap // (1024 * 1024))}m"
+            if spec.task_off_heap_memory:
+                values["spark.memory.offHeap.enabled"] = "true"
+                values["spark.memory.offHeap.size"] = str(spec.task_off_heap_memory)
         return values
 
     async def request_resource(self, resource_id: ResourceID, spec: WorkerResourceSpec) -> None:

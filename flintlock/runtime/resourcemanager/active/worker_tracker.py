@@ -9,10 +9,14 @@ processes; ``ActiveResourceManager`` executes the commands through its ``Resourc
 
 Decisions on every ``ResourcesChecked`` (the SlotManager's view after it allocated free slots):
 
-- **start**: slots jobs still miss, plus ``redundant`` workers' slots while any job declares
-  requirements, minus free slots and the slots of workers still starting, are covered by new
-  workers (``ceil(deficit / slots per worker)``), never beyond ``max_slots`` in total; while
-  start-up failures in the last minute exceed ``max_failure_rate``, one start every
+- **start**: default slots jobs still miss, plus ``redundant`` workers' slots while any job
+  declares requirements, minus free slots and the slots of default workers still starting, are
+  covered by new default workers (``ceil(deficit / slots per worker)``). Slots of a known
+  ``ResourceProfile`` (a slot sharing group with resources) that no registered worker has room
+  for are covered by workers sized for them: as many such slots per worker as the default
+  worker's cores hold (at least one), with those slots' cores and memory in all, minus the ones
+  such workers still starting will offer. Never beyond ``max_slots`` in total; while start-up
+  failures in the last minute exceed ``max_failure_rate``, one start every
   ``retry_interval_ms`` (Flink's cool-down).
 - **release**: a worker of ours whose slots have all been free for ``idle_timeout_ms`` is asked
   whether it can be released (``CheckReleasable``: it may hold result partitions that running jobs
@@ -40,6 +44,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.ids import ResourceID
 from flintlock.runtime.jobgraph.types import IllegalStateTransition
 
@@ -82,15 +87,31 @@ _ALLOWED = {
 
 @dataclass(frozen=True)
 class WorkerResourceSpec:
-    """What one worker offers (Flink ``WorkerResourceSpec``): its slots and CPU cores (the cores
-    of its embedded Spark server)."""
+    """What one worker offers (Flink ``WorkerResourceSpec``): its slots, CPU cores (the cores
+    of its embedded Spark server) and task heap, task off-heap and managed memory (bytes; all
+    zero: the Spark server's default JVM size)."""
 
     number_of_slots: int
     cpu_cores: int
+    task_heap_memory: int = 0
+    task_off_heap_memory: int = 0
+    managed_memory: int = 0
 
     def __post_init__(self) -> None:
         if self.number_of_slots < 1 or self.cpu_cores < 1:
             raise ValueError(f"a worker needs at least one slot and one core: {self}")
+
+    @property
+    def sized_memory(self) -> bool:
+        """Whether the worker's JVM must be sized for its memory."""
+        return bool(self.task_heap_memory or self.task_off_heap_memory or self.managed_memory)
+
+    @classmethod
+    def for_slots(cls, profile: ResourceProfile, slots: int) -> WorkerResourceSpec:
+        """A worker holding ``slots`` slots of ``profile`` (cores rounded up)."""
+        return cls(slots, max(1, math.ceil(profile.cpu_cores * slots - 1e-6)),
+                   profile.task_heap_memory * slots, profile.task_off_heap_memory * slots,
+                   profile.managed_memory * slots)
 
 
 @dataclass(frozen=True)
@@ -119,9 +140,11 @@ class ResourcesChecked(WorkerTrackerEvent):
     """The SlotManager's view after allocating free slots.
 
     Attributes:
-        missing_slots: slots jobs declared that no free slot could serve.
+        missing_slots: default slots jobs declared that no free slot could serve.
         has_requirements: whether any job declares slots at all.
         slots: registered TaskExecutor -> (slots, free slots).
+        missing_resources: slots of a known profile that no registered TaskExecutor has
+            room for, per profile.
     """
 
     now_ms: int
@@ -129,6 +152,7 @@ class ResourcesChecked(WorkerTrackerEvent):
     has_requirements: bool
     slots: Mapping[ResourceID, tuple[int, int]]
     cause_id: str = ""
+    missing_resources: Mapping[ResourceProfile, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -204,6 +228,8 @@ class Worker:
     spec: WorkerResourceSpec
     state: WorkerState
     since_ms: int
+    #: the profile whose slots it was started for (None: a default worker)
+    for_profile: ResourceProfile | None = None
     #: when all its slots became free (None: some slot is used, or not registered)
     idle_since_ms: int | None = None
     release_check_pending: bool = False
@@ -352,44 +378,63 @@ class WorkerTracker:
         spec = self.settings.spec
         self.held_back = ""
         free_total = sum(free for _, free in event.slots.values())
-        # still starting, or registered without a slot report yet (its slots are not offered)
-        starting = len(self.workers(WorkerState.REQUESTED)) + sum(
-            1 for w in self.workers(WorkerState.REGISTERED) if not event.slots.get(w.resource_id,
-                                                                                  (0, 0))[0])
         wanted = event.missing_slots - free_total
         if event.has_requirements:
             wanted += self.settings.redundant * spec.number_of_slots
-        to_start = math.ceil(max(0, wanted) / spec.number_of_slots) - starting
-        if to_start <= 0:
+        plan: list[tuple[WorkerResourceSpec, ResourceProfile | None, int]] = [
+            (spec, None, math.ceil(max(0, wanted) / spec.number_of_slots)
+             - self._starting(event, None))]
+        for profile, missing in sorted(event.missing_resources.items()):
+            per_worker = max(1, math.floor(spec.cpu_cores / profile.cpu_cores + 1e-6)) \
+                if profile.cpu_cores > 0 else spec.number_of_slots
+            starting = self._starting(event, profile) * per_worker
+            plan.append((WorkerResourceSpec.for_slots(profile, per_worker), profile,
+                         math.ceil(max(0, missing - starting) / per_worker)))
+        plan = [(s, p, n) for s, p, n in plan if n > 0]
+        if not plan:
             return []
         if self.settings.max_slots is not None:
             registered = sum(slots for slots, _ in event.slots.values())
-            releasing = sum(w.spec.number_of_slots for w in self.workers(WorkerState.RELEASING)
-                            if w.resource_id not in event.slots)
-            room = (self.settings.max_slots - registered - releasing
-                    - starting * spec.number_of_slots) // spec.number_of_slots
-            if room < to_start:
-                self.held_back = (f"{to_start - max(0, room)} TaskManager(s) not started: "
-                                  f"slotmanager.number-of-slots.max is {self.settings.max_slots}")
-                to_start = max(0, room)
-        if to_start and event.now_ms < self._cool_down_until_ms:
+            pending = sum(w.spec.number_of_slots for w in self._workers.values()
+                          if w.resource_id not in event.slots)
+            room = self.settings.max_slots - registered - pending
+            capped = []
+            for worker_spec, profile, n in plan:
+                fit = min(n, max(0, room) // worker_spec.number_of_slots)
+                room -= fit * worker_spec.number_of_slots
+                if fit < n:
+                    self.held_back = (f"{n - fit} TaskManager(s) not started: "
+                                      f"slotmanager.number-of-slots.max is {self.settings.max_slots}")
+                capped.append((worker_spec, profile, fit))
+            plan = [(s, p, n) for s, p, n in capped if n > 0]
+        if plan and event.now_ms < self._cool_down_until_ms:
             self.held_back = (f"start-up failures exceed "
                               f"{self.settings.max_failure_rate:g}/min; next start in "
                               f"{(self._cool_down_until_ms - event.now_ms) / 1000:.1f} s "
                               f"(last: {self.last_failure})")
             return []
-        if to_start and self.failures_in_last_minute(event.now_ms) > self.settings.max_failure_rate:
-            to_start = 1  # one at a time, each after a cool-down
+        if plan and self.failures_in_last_minute(event.now_ms) > self.settings.max_failure_rate:
+            plan = [(plan[0][0], plan[0][1], 1)]  # one at a time, each after a cool-down
             self._cool_down_until_ms = event.now_ms + self.settings.retry_interval_ms
         commands: list[WorkerCommand] = []
-        for _ in range(to_start):
-            self._started += 1
-            resource_id = ResourceID(f"{self._id_prefix}-{self._started}")
-            worker = Worker(resource_id, spec, WorkerState.REQUESTED, event.now_ms)
-            worker.story.append(f"requested cause={event.cause_id}")
-            self._workers[resource_id] = worker
-            commands.append(StartWorker(resource_id, spec, event.cause_id))
+        for worker_spec, profile, n in plan:
+            for _ in range(n):
+                self._started += 1
+                resource_id = ResourceID(f"{self._id_prefix}-{self._started}")
+                worker = Worker(resource_id, worker_spec, WorkerState.REQUESTED, event.now_ms,
+                                for_profile=profile)
+                worker.story.append(f"requested for {profile or 'default slots'} "
+                                    f"cause={event.cause_id}")
+                self._workers[resource_id] = worker
+                commands.append(StartWorker(resource_id, worker_spec, event.cause_id))
         return commands
+
+    def _starting(self, event: ResourcesChecked, profile: ResourceProfile | None) -> int:
+        """Workers started for ``profile`` (None: default ones) whose slots are not offered yet:
+        still starting, or registered without a slot report."""
+        return sum(1 for w in self._workers.values() if w.for_profile == profile and (
+            w.state is WorkerState.REQUESTED
+            or w.state is WorkerState.REGISTERED and not event.slots.get(w.resource_id, (0, 0))[0]))
 
     # ---- internals -----------------------------------------------------------------------------
 

@@ -78,7 +78,8 @@ class SlotManager:
                  command.job_id, command.allocation_id)
         self._endpoint.run_async(
             gateway.request_slot(command.slot_id, command.job_id, command.allocation_id,
-                                 command.job_master_address, timeout=self._rpc_timeout_s),
+                                 command.job_master_address, command.resource_profile,
+                                 timeout=self._rpc_timeout_s),
             lambda result, error: self._on_request_done(command, result, error),
         )
 

@@ -8,6 +8,15 @@ Allocation policy: whenever a job's declared slot count exceeds its PENDING + AL
 slots are picked, spread evenly over TaskExecutors (the TaskExecutor with the lowest share of used
 slots first; Flink ``taskmanager.load-balance.mode: SLOTS``). Lowering a requirement frees nothing:
 the JobMaster frees the slots it no longer needs through their TaskExecutor.
+
+Fine-grained resources (Flink ``FineGrainedSlotManager`` / ``DefaultResourceAllocationStrategy``):
+a requirement names a ``ResourceProfile`` per slot. ``UNKNOWN`` is served by a TaskExecutor's
+*default* slots (``0..numberOfTaskSlots-1``, each ``total / numberOfTaskSlots``); a known profile
+by a *dynamic* slot of exactly that size (numbered from ``numberOfTaskSlots`` up), on the
+TaskExecutor with the lowest share of its CPU in use that still has room for it. A dynamic slot
+exists while it is PENDING or ALLOCATED. Every TaskExecutor with a known total keeps a budget:
+a slot is allocated only if it fits what its allocated slots leave (memory only when the total's
+memory is known), so a FREE default slot may be unusable while dynamic slots hold the budget.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.ids import AllocationID, JobID, ResourceID, SlotID
 from flintlock.runtime.jobgraph.types import IllegalStateTransition
 from flintlock.runtime.taskexecutor.gateway import SlotReport
@@ -82,9 +92,14 @@ class SlotTrackerEvent:
 
 @dataclass(frozen=True)
 class TaskExecutorAdded(SlotTrackerEvent):
+    """A TaskExecutor registered; ``total_resource`` (None: not accounted) and
+    ``default_slots`` (``taskmanager.numberOfTaskSlots``) size its default slots."""
+
     resource_id: ResourceID
     number_of_slots: int
     cause_id: str = ""
+    total_resource: ResourceProfile | None = None
+    default_slots: int = 0
 
 
 @dataclass(frozen=True)
@@ -102,10 +117,22 @@ class SlotReportReceived(SlotTrackerEvent):
 
 @dataclass(frozen=True)
 class RequirementsDeclared(SlotTrackerEvent):
+    """A job's requirement: ``resources`` holds (profile, count) pairs; given only
+    ``number_of_slots``, that many default (UNKNOWN) slots."""
+
     job_id: JobID
     job_master_address: str
     number_of_slots: int
     cause_id: str = ""
+    resources: tuple[tuple[ResourceProfile, int], ...] = ()
+
+    def requirement(self) -> dict[ResourceProfile, int]:
+        if not self.resources:
+            return {ResourceProfile.UNKNOWN: self.number_of_slots} if self.number_of_slots else {}
+        out: dict[ResourceProfile, int] = {}
+        for profile, n in self.resources:
+            out[profile] = out.get(profile, 0) + n
+        return out
 
 
 @dataclass(frozen=True)
@@ -176,6 +203,7 @@ class AllocateSlot:
     allocation_id: AllocationID
     job_master_address: str
     cause_id: str = ""
+    resource_profile: ResourceProfile = ResourceProfile.UNKNOWN
 
 
 # ---- state ------------------------------------------------------------------------------------
@@ -194,16 +222,43 @@ class TaskManagerSlot:
     version: int = 0
     #: bounded history of this slot's transitions
     story: deque[str] = field(default_factory=lambda: deque(maxlen=_STORY_LENGTH))
+    #: UNKNOWN for a default slot, the slot's size for a dynamic one
+    resource_profile: ResourceProfile = ResourceProfile.UNKNOWN
 
     @property
     def resource_id(self) -> ResourceID:
         return self.slot_id.resource_id
 
+    @property
+    def is_dynamic(self) -> bool:
+        return not self.resource_profile.is_unknown
+
 
 @dataclass
 class _JobRequirement:
     job_master_address: str
-    number_of_slots: int
+    #: profile -> number of slots
+    resources: dict[ResourceProfile, int]
+
+    @property
+    def number_of_slots(self) -> int:
+        return sum(self.resources.values())
+
+
+@dataclass(frozen=True)
+class _Budget:
+    """A TaskExecutor's total resources and default slot count."""
+
+    total: ResourceProfile
+    default_slots: int
+
+    @property
+    def default_slot(self) -> ResourceProfile:
+        return self.total.divide(max(1, self.default_slots))
+
+    @property
+    def memory_accounted(self) -> bool:
+        return self.total.task_heap_memory > 0
 
 
 class SlotTracker:
@@ -217,6 +272,10 @@ class SlotTracker:
         self._validate_each_step = validate
         #: resource id -> slot number -> slot, in registration order
         self._task_executors: dict[ResourceID, dict[int, TaskManagerSlot]] = {}
+        #: resource id -> its budget (TaskExecutors registered with a known total), and what
+        #: its PENDING and ALLOCATED slots hold (kept up to date by ``_transition``)
+        self._budgets: dict[ResourceID, _Budget] = {}
+        self._used: dict[ResourceID, ResourceProfile] = {}
         self._requirements: dict[JobID, _JobRequirement] = {}
         #: per TaskExecutor: number of FREE slots, and a min-heap of their slot numbers (stale
         #: entries of slots no longer FREE are dropped lazily), so picking a slot is O(log n)
@@ -242,23 +301,53 @@ class SlotTracker:
         return len(self.slots(resource_id))
 
     def number_of_free_slots(self, resource_id: ResourceID | None = None) -> int:
+        """FREE default slots that fit their TaskExecutor's budget (all of them when it has
+        none)."""
         if resource_id is not None:
-            return self._free_count.get(resource_id, 0)
-        return sum(self._free_count.values())
+            return self._usable_free(resource_id)
+        return sum(self._usable_free(r) for r in self._task_executors)
 
     def number_of_free_and_blocked_slots(self) -> int:
-        return sum(self._free_count.get(r, 0) for r in self.blocked)
+        return sum(self._usable_free(r) for r in self.blocked)
+
+    def total_resource(self, resource_id: ResourceID) -> ResourceProfile | None:
+        budget = self._budgets.get(resource_id)
+        return budget.total if budget is not None else None
+
+    def available_resource(self, resource_id: ResourceID) -> ResourceProfile | None:
+        """The TaskExecutor's total minus what its PENDING and ALLOCATED slots hold."""
+        budget = self._budgets.get(resource_id)
+        if budget is None:
+            return None
+        return budget.total.subtract(self._used.get(resource_id, ResourceProfile.ZERO))
 
     def required_slots(self, job_id: JobID) -> int:
         req = self._requirements.get(job_id)
         return req.number_of_slots if req else 0
 
-    def acquired_slots(self, job_id: JobID) -> int:
-        """PENDING + ALLOCATED slots of ``job_id``."""
-        return sum(1 for s in self.slots() if s.job_id == job_id)
+    def required_resources(self, job_id: JobID) -> dict[ResourceProfile, int]:
+        req = self._requirements.get(job_id)
+        return dict(req.resources) if req else {}
+
+    def acquired_slots(self, job_id: JobID, profile: ResourceProfile | None = None) -> int:
+        """PENDING + ALLOCATED slots of ``job_id`` (of ``profile`` only, when given)."""
+        return sum(1 for s in self.slots() if s.job_id == job_id
+                   and (profile is None or s.resource_profile == profile))
 
     def missing_slots(self, job_id: JobID) -> int:
-        return max(0, self.required_slots(job_id) - self.acquired_slots(job_id))
+        return sum(self.missing_resources(job_id).values())
+
+    def missing_resources(self, job_id: JobID) -> dict[ResourceProfile, int]:
+        """Per profile: the slots ``job_id`` declared beyond its PENDING + ALLOCATED ones."""
+        req = self._requirements.get(job_id)
+        if req is None:
+            return {}
+        out = {}
+        for profile, n in req.resources.items():
+            missing = n - self.acquired_slots(job_id, profile)
+            if missing > 0:
+                out[profile] = missing
+        return out
 
     def jobs(self) -> list[JobID]:
         return list(self._requirements)
@@ -283,6 +372,9 @@ class SlotTracker:
     @_handle.register
     def _(self, event: TaskExecutorAdded) -> list[AllocateSlot]:
         slots = self._task_executors.setdefault(event.resource_id, {})
+        if event.total_resource is not None and not event.total_resource.is_unknown:
+            self._budgets[event.resource_id] = _Budget(
+                event.total_resource, event.default_slots or event.number_of_slots or 1)
         for number in range(event.number_of_slots):
             if number not in slots:
                 slot = TaskManagerSlot(SlotID(event.resource_id, number))
@@ -294,6 +386,8 @@ class SlotTracker:
     @_handle.register
     def _(self, event: TaskExecutorRemoved) -> list[AllocateSlot]:
         self._task_executors.pop(event.resource_id, None)
+        self._budgets.pop(event.resource_id, None)
+        self._used.pop(event.resource_id, None)
         self._free_count.pop(event.resource_id, None)
         self._free_heap.pop(event.resource_id, None)
         return self._check_requirements(event.cause_id)
@@ -303,14 +397,20 @@ class SlotTracker:
         slots = self._task_executors.get(event.resource_id)
         if slots is None:
             return []
+        reported: set[int] = set()
         for status in event.slot_report.slots:
             if status.slot_id.resource_id != event.resource_id:
                 continue
-            slot = slots.get(status.slot_id.slot_number)
+            number = status.slot_id.slot_number
+            reported.add(number)
+            dynamic = not status.resource_profile.is_unknown
+            slot = slots.get(number)
             if slot is None:
-                slot = TaskManagerSlot(status.slot_id)
+                if dynamic and status.allocation_id is None:
+                    continue  # a dynamic slot exists only while allocated
+                slot = TaskManagerSlot(status.slot_id, resource_profile=status.resource_profile)
                 slot.story.append(f"reported FREE cause={event.cause_id}")
-                slots[status.slot_id.slot_number] = slot
+                slots[number] = slot
                 self._mark_free(slot)
             if event.slot_report.version < slot.version:
                 slot.story.append(f"ignored a report of version {event.slot_report.version} "
@@ -319,15 +419,20 @@ class SlotTracker:
             self._reconcile(slot, status.allocation_id, status.job_id, event.cause_id)
             if slot.state is SlotState.ALLOCATED:
                 slot.version = max(slot.version, event.slot_report.version)
+        for slot in [s for n, s in slots.items() if s.is_dynamic and n not in reported]:
+            # freed on the TaskExecutor (PENDING stays: the report may predate our request)
+            if slot.state is SlotState.ALLOCATED and event.slot_report.version >= slot.version:
+                self._transition(slot, SlotState.FREE, None, None,
+                                 f"not in the slot report cause={event.cause_id}")
         return self._check_requirements(event.cause_id)
 
     @_handle.register
     def _(self, event: RequirementsDeclared) -> list[AllocateSlot]:
-        if event.number_of_slots < 0:
-            raise ValueError(f"negative slot requirement {event.number_of_slots} of {event.job_id}")
+        resources = event.requirement()
+        if any(n < 0 for n in resources.values()) or event.number_of_slots < 0:
+            raise ValueError(f"negative slot requirement {resources} of {event.job_id}")
         self._requirements[event.job_id] = _JobRequirement(
-            event.job_master_address, event.number_of_slots
-        )
+            event.job_master_address, {p: n for p, n in resources.items() if n})
         return self._check_requirements(event.cause_id)
 
     @_handle.register
@@ -393,6 +498,9 @@ class SlotTracker:
             return
         if slot.state is SlotState.ALLOCATED:
             self._transition(slot, SlotState.FREE, None, None, why)
+            if slot.is_dynamic:  # removed by the transition: it comes back with the new owner
+                self._task_executors[slot.resource_id][slot.slot_id.slot_number] = slot
+                self._free_count[slot.resource_id] = self._free_count.get(slot.resource_id, 0) + 1
         self._transition(slot, SlotState.ALLOCATED, job_id, allocation_id, why)
 
     def _transition(self, slot: TaskManagerSlot, target: SlotState, job_id: JobID | None,
@@ -407,38 +515,99 @@ class SlotTracker:
         slot.state = target
         slot.job_id = job_id
         slot.allocation_id = allocation_id
+        budget = self._budgets.get(slot.resource_id)
+        if budget is not None and was_free != (target is SlotState.FREE):
+            used = self._used.get(slot.resource_id, ResourceProfile.ZERO)
+            size = self._size(slot, budget)
+            self._used[slot.resource_id] = used.merge(size) if was_free else used.subtract(size)
         if target is SlotState.FREE and not was_free:
-            self._mark_free(slot)
+            if slot.is_dynamic:  # a dynamic slot exists only while it is held
+                self._task_executors.get(slot.resource_id, {}).pop(slot.slot_id.slot_number, None)
+            else:
+                self._mark_free(slot)
         elif was_free and target is not SlotState.FREE:
             self._free_count[slot.resource_id] -= 1
 
     def _mark_free(self, slot: TaskManagerSlot) -> None:
         rid = slot.resource_id
         self._free_count[rid] = self._free_count.get(rid, 0) + 1
-        heapq.heappush(self._free_heap.setdefault(rid, []), slot.slot_id.slot_number)
+        if not slot.is_dynamic:
+            heapq.heappush(self._free_heap.setdefault(rid, []), slot.slot_id.slot_number)
+
+    def _size(self, slot: TaskManagerSlot, budget: _Budget) -> ResourceProfile:
+        return budget.default_slot if slot.resource_profile.is_unknown else slot.resource_profile
+
+    def _fits(self, rid: ResourceID, size: ResourceProfile | None) -> bool:
+        """Whether a slot of ``size`` (None: a default slot) fits ``rid``'s budget."""
+        budget = self._budgets.get(rid)
+        if budget is None:
+            return size is None  # unknown totals take default slots only
+        available = self.available_resource(rid)
+        assert available is not None
+        return (size or budget.default_slot).fits(available, budget.memory_accounted)
+
+    def _usable_free(self, rid: ResourceID) -> int:
+        free = self._free_count.get(rid, 0)
+        budget = self._budgets.get(rid)
+        if not free or budget is None:
+            return free
+        available = self.available_resource(rid)
+        assert available is not None
+        default = budget.default_slot
+        usable = 0
+        while usable < free and default.fits(available, budget.memory_accounted):
+            usable += 1
+            available = available.subtract(default)
+        return usable
 
     def _check_requirements(self, cause_id: str) -> list[AllocateSlot]:
         commands: list[AllocateSlot] = []
         for job_id, requirement in self._requirements.items():
-            for _ in range(self.missing_slots(job_id)):
-                slot = self._pick_free_slot()
-                if slot is None:
-                    return commands
-                allocation_id = AllocationID.generate()
-                self._transition(slot, SlotState.PENDING, job_id, allocation_id,
-                                 f"requested cause={cause_id}")
-                commands.append(AllocateSlot(slot.slot_id, job_id, allocation_id,
-                                             requirement.job_master_address, cause_id))
+            for profile, missing in self.missing_resources(job_id).items():
+                for _ in range(missing):
+                    slot = (self._pick_free_slot() if profile.is_unknown
+                            else self._new_dynamic_slot(profile))
+                    if slot is None:
+                        break
+                    allocation_id = AllocationID.generate()
+                    self._transition(slot, SlotState.PENDING, job_id, allocation_id,
+                                     f"requested cause={cause_id}")
+                    commands.append(AllocateSlot(slot.slot_id, job_id, allocation_id,
+                                                 requirement.job_master_address, cause_id,
+                                                 slot.resource_profile))
         return commands
 
+    def _new_dynamic_slot(self, profile: ResourceProfile) -> TaskManagerSlot | None:
+        """A FREE dynamic slot of ``profile`` on the TaskExecutor with the lowest share of its CPU
+        in use that has room for it (created in the tracker; it becomes PENDING at once)."""
+        best: tuple[float, int] | None = None
+        best_rid: ResourceID | None = None
+        for order, (rid, budget) in enumerate(self._budgets.items()):
+            if rid in self.blocked or not self._fits(rid, profile):
+                continue
+            available = self.available_resource(rid)
+            assert available is not None
+            used = 1.0 - available.cpu_cores / budget.total.cpu_cores if budget.total.cpu_cores else 0.0
+            if best is None or (used, order) < best:
+                best, best_rid = (used, order), rid
+        if best_rid is None:
+            return None
+        slots = self._task_executors[best_rid]
+        number = max(self._budgets[best_rid].default_slots, max(slots, default=-1) + 1)
+        slot = TaskManagerSlot(SlotID(best_rid, number), resource_profile=profile)
+        slot.story.append("created FREE for a dynamic slot request")
+        slots[number] = slot
+        self._free_count[best_rid] = self._free_count.get(best_rid, 0) + 1
+        return slot
+
     def _pick_free_slot(self) -> TaskManagerSlot | None:
-        """A FREE slot of the TaskExecutor with the lowest share of used slots (SLOTS mode);
-        within it the lowest slot number."""
+        """A FREE default slot of the TaskExecutor with the lowest share of used slots (SLOTS
+        mode) whose budget has room for it; within it the lowest slot number."""
         best: tuple[float, int, int] | None = None
         best_rid: ResourceID | None = None
         for order, (rid, slots) in enumerate(self._task_executors.items()):
             free = self._free_count.get(rid, 0)
-            if not free or rid in self.blocked:
+            if not free or rid in self.blocked or not self._fits(rid, None):
                 continue
             used = len(slots) - free
             key = (used / len(slots), used, order)
@@ -463,13 +632,25 @@ class SlotTracker:
                 assert slot.slot_id == SlotID(resource_id, number), where
                 if slot.state is SlotState.FREE:
                     assert slot.job_id is None and slot.allocation_id is None, where
+                    assert not slot.is_dynamic, f"{where}: a FREE dynamic slot"
                 else:
                     assert slot.job_id is not None and slot.allocation_id is not None, where
                     assert slot.allocation_id not in seen, \
                         f"{where}: allocation also on {seen.get(slot.allocation_id)}"
                     seen[slot.allocation_id] = slot.slot_id
+            budget = self._budgets.get(resource_id)
+            if budget is not None:
+                used = ResourceProfile.ZERO
+                for slot in slots.values():
+                    if slot.state is not SlotState.FREE:
+                        used = used.merge(self._size(slot, budget))
+                assert used.fits(budget.total, budget.memory_accounted), \
+                    f"{resource_id}: slots hold {used}, more than its {budget.total}"
+                assert used == self._used.get(resource_id, ResourceProfile.ZERO), \
+                    f"{resource_id}: used {self._used.get(resource_id)} != {used}"
         for job_id, requirement in self._requirements.items():
-            assert requirement.number_of_slots >= 0, f"job {job_id}: negative requirement"
+            assert all(n > 0 for n in requirement.resources.values()), \
+                f"job {job_id}: non-positive requirement"
         for resource_id, slots in self._task_executors.items():
             free = {n for n, slot in slots.items() if slot.state is SlotState.FREE}
             assert self._free_count.get(resource_id, 0) == len(free), f"{resource_id}: free count"

@@ -33,6 +33,7 @@ from flintlock.config.batch_execution_options import (
     SPECULATIVE_MAX_CONCURRENT_EXECUTIONS,
 )
 from flintlock.config.configuration import Configuration
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.executiongraph.execution import Execution
 from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
 from flintlock.runtime.executiongraph.execution_vertex import ExecutionJobVertex
@@ -149,7 +150,10 @@ class SpeculativeScheduler(AdaptiveBatchScheduler):
                  execution.task_name_with_subtask())
         self._transition(execution, ExecutionState.SCHEDULED, "speculative attempt of a slow subtask")
         (request,) = self._shared.add_bulk([{execution.attempt_id}])
-        slot = self.pool.request_slot(request.id)
+        ssg = self.graph.vertex(vertex_id).job_vertex.job_vertex.slot_sharing_group
+        request.resource_profile = self.graph.job_graph.slot_sharing_group_resources.get(
+            ssg, ResourceProfile.UNKNOWN)
+        slot = self.pool.request_slot(request.id, request.resource_profile)
         if slot is not None:
             self._assign(request, slot)
         self._deploy_ready_bulks()

@@ -3,6 +3,13 @@
 Follows Flink ``taskexecutor/slot/{TaskSlotTable,TaskSlot,TaskSlotState}``. Pure bookkeeping: it
 runs in the TaskExecutor's mailbox, holds no locks, starts nothing and stores tasks as opaque
 objects (the TaskExecutor starts and cancels them).
+
+Fine-grained resources (Flink ``TaskSlotTableImpl`` with its ``ResourceBudgetManager``): the
+table knows the TaskExecutor's total ``ResourceProfile``. Slots ``0..numberOfTaskSlots-1`` are
+default slots of ``total / numberOfTaskSlots`` each; a request with a known profile creates a
+*dynamic* slot at an index at or above that, which exists while it is allocated. Every
+allocation must fit what the allocated slots leave of the total (memory only when the total's
+memory is known).
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.ids import AllocationID, ExecutionAttemptID, JobID, ResourceID, SlotID
 from flintlock.runtime.jobgraph.types import IllegalStateTransition
 from flintlock.runtime.taskexecutor.exceptions import (
@@ -69,6 +77,8 @@ class TaskSlot:
     allocation_id: AllocationID | None = None
     tasks: dict[ExecutionAttemptID, Any] = field(default_factory=dict)
     story: deque[str] = field(default_factory=lambda: deque(maxlen=_STORY_LENGTH))
+    #: the profile it was requested with (UNKNOWN: a default slot; known: a dynamic slot)
+    resource_profile: ResourceProfile = ResourceProfile.UNKNOWN
 
 
 class TaskSlotTable:
@@ -76,12 +86,17 @@ class TaskSlotTable:
 
     Args:
         number_of_slots: ``taskmanager.numberOfTaskSlots``.
+        total_resource: the TaskExecutor's total resources; None while unknown (then only
+            default slots can be allocated, unchecked).
     """
 
-    def __init__(self, number_of_slots: int) -> None:
+    def __init__(self, number_of_slots: int, total_resource: ResourceProfile | None = None) -> None:
         if number_of_slots < 1:
             raise ValueError(f"a TaskExecutor needs at least one slot, got {number_of_slots}")
         self._slots = [TaskSlot(i) for i in range(number_of_slots)]
+        #: dynamic slots (index >= number_of_slots) while they are allocated
+        self._dynamic: dict[int, TaskSlot] = {}
+        self.total_resource = total_resource
         self._by_allocation: dict[AllocationID, TaskSlot] = {}
         self._task_slots: dict[ExecutionAttemptID, TaskSlot] = {}
         #: bumped whenever a slot's allocation changes (``SlotReport.version``)
@@ -94,33 +109,57 @@ class TaskSlotTable:
         return len(self._slots)
 
     def slot(self, index: int) -> TaskSlot:
+        if index >= len(self._slots) and index in self._dynamic:
+            return self._dynamic[index]
         return self._slots[index]
 
     def slots(self) -> list[TaskSlot]:
-        return list(self._slots)
+        return [*self._slots, *self._dynamic.values()]
+
+    @property
+    def default_slot_resource(self) -> ResourceProfile | None:
+        """What one default slot holds (total / number of slots), None while unknown."""
+        return None if self.total_resource is None else self.total_resource.divide(len(self._slots))
+
+    def size_of(self, slot: TaskSlot) -> ResourceProfile | None:
+        """The resources ``slot`` holds (None: a default slot of an unknown total)."""
+        if not slot.resource_profile.is_unknown:
+            return slot.resource_profile
+        return self.default_slot_resource
+
+    def available_resource(self) -> ResourceProfile | None:
+        """The total minus what allocated slots hold; None while the total is unknown."""
+        if self.total_resource is None:
+            return None
+        available = self.total_resource
+        for slot in self.slots():
+            size = self.size_of(slot)
+            if slot.state is not TaskSlotState.FREE and size is not None:
+                available = available.subtract(size)
+        return available
 
     def slot_by_allocation(self, allocation_id: AllocationID) -> TaskSlot | None:
         return self._by_allocation.get(allocation_id)
 
     def is_allocated(self, index: int, job_id: JobID, allocation_id: AllocationID) -> bool:
-        slot = self._slots[index]
-        return slot.allocation_id == allocation_id and slot.job_id == job_id
+        slot = self._dynamic.get(index) if index >= len(self._slots) else self._slots[index]
+        return slot is not None and slot.allocation_id == allocation_id and slot.job_id == job_id
 
     def slots_of_job(self, job_id: JobID) -> list[TaskSlot]:
-        return [s for s in self._slots if s.job_id == job_id]
+        return [s for s in self.slots() if s.job_id == job_id]
 
     def allocated_not_active(self, job_id: JobID) -> list[TaskSlot]:
-        return [s for s in self._slots if s.job_id == job_id and s.state is TaskSlotState.ALLOCATED]
+        return [s for s in self.slots() if s.job_id == job_id and s.state is TaskSlotState.ALLOCATED]
 
     def jobs(self) -> set[JobID]:
-        return {s.job_id for s in self._slots if s.job_id is not None}
+        return {s.job_id for s in self.slots() if s.job_id is not None}
 
     def task(self, attempt_id: ExecutionAttemptID) -> Any | None:
         slot = self._task_slots.get(attempt_id)
         return slot.tasks[attempt_id] if slot else None
 
     def tasks(self, job_id: JobID | None = None) -> list[Any]:
-        return [t for s in self._slots for t in s.tasks.values()
+        return [t for s in self.slots() for t in s.tasks.values()
                 if job_id is None or s.job_id == job_id]
 
     def number_of_tasks(self) -> int:
@@ -130,26 +169,36 @@ class TaskSlotTable:
         return sum(1 for s in self._slots if s.state is TaskSlotState.FREE)
 
     def create_slot_report(self, resource_id: ResourceID) -> SlotReport:
-        """Every slot, free or with its allocation (RELEASING slots still count as allocated),
-        as of ``version``."""
+        """Every default slot, free or with its allocation, and every dynamic slot (RELEASING
+        slots still count as allocated), as of ``version``."""
         return SlotReport(tuple(
-            SlotStatus(SlotID(resource_id, s.index), s.allocation_id, s.job_id) for s in self._slots
+            SlotStatus(SlotID(resource_id, s.index), s.allocation_id, s.job_id, s.resource_profile)
+            for s in self.slots()
         ), self.version)
 
     def story(self, index: int) -> str:
-        return "\n".join(self._slots[index].story)
+        return "\n".join(self.slot(index).story)
 
     # ---- changes -------------------------------------------------------------------------------
 
-    def allocate_slot(self, index: int, job_id: JobID, allocation_id: AllocationID) -> bool:
-        """Allocate slot ``index``; True if newly allocated, False if it already was (idempotent).
+    def allocate_slot(self, index: int, job_id: JobID, allocation_id: AllocationID,
+                      resource_profile: ResourceProfile = ResourceProfile.UNKNOWN) -> bool:
+        """Allocate slot ``index`` (a default slot for an UNKNOWN profile, else a dynamic slot
+        of ``resource_profile`` at ``index >= number_of_slots``); True if newly allocated, False
+        if it already was (idempotent).
 
         Raises:
-            SlotAllocationException: unknown index, or the slot or allocation id is taken.
+            SlotAllocationException: unknown index, the slot or allocation id is taken, or the
+                slot does not fit into what the allocated slots leave of the total.
         """
-        if not 0 <= index < len(self._slots):
-            raise SlotAllocationException(f"no slot with index {index}")
-        slot = self._slots[index]
+        dynamic = not resource_profile.is_unknown
+        if dynamic and index < len(self._slots) or not dynamic and not 0 <= index < len(self._slots):
+            kind = "dynamic slot (index >=" if dynamic else "default slot (index <"
+            raise SlotAllocationException(
+                f"no {kind} {len(self._slots)}) with index {index}")
+        slot = self._dynamic.get(index) if dynamic else self._slots[index]
+        if slot is None:
+            slot = TaskSlot(index, resource_profile=resource_profile)
         if slot.allocation_id == allocation_id and slot.job_id == job_id:
             return False
         if slot.state is not TaskSlotState.FREE:
@@ -161,9 +210,27 @@ class TaskSlotTable:
             raise SlotAllocationException(
                 f"allocation {allocation_id} already holds slot {self._by_allocation[allocation_id].index}"
             )
+        self._check_budget(slot, dynamic)
         self._transition(slot, TaskSlotState.ALLOCATED, "request_slot", (job_id, allocation_id))
         self._by_allocation[allocation_id] = slot
+        if dynamic:
+            self._dynamic[index] = slot
         return True
+
+    def _check_budget(self, slot: TaskSlot, dynamic: bool) -> None:
+        available = self.available_resource()
+        if available is None:
+            if dynamic:
+                raise SlotAllocationException(
+                    f"cannot allocate a slot of {slot.resource_profile}: this TaskExecutor's "
+                    "resources are not known")
+            return
+        size = self.size_of(slot)
+        assert self.total_resource is not None and size is not None
+        if not size.fits(available, memory_accounted=self.total_resource.task_heap_memory > 0):
+            raise SlotAllocationException(
+                f"slot {slot.index} needs {size}, but only {available} of this TaskExecutor's "
+                f"{self.total_resource} is left")
 
     def mark_slot_active(self, allocation_id: AllocationID) -> bool:
         """ALLOCATED -> ACTIVE; True when it changed, False if it already was ACTIVE or unknown."""
@@ -251,6 +318,8 @@ class TaskSlotTable:
         if slot.allocation_id is not None:
             self._by_allocation.pop(slot.allocation_id, None)
         self._transition(slot, TaskSlotState.FREE, why, (None, None))
+        if slot.index >= len(self._slots):
+            del self._dynamic[slot.index]  # a dynamic slot exists only while allocated
 
     def _transition(self, slot: TaskSlot, target: TaskSlotState, why: str,
                     owner: tuple[JobID | None, AllocationID | None] | None = None) -> None:
@@ -270,7 +339,15 @@ class TaskSlotTable:
 
     def validate(self) -> None:
         """Check the invariants; raises AssertionError naming the broken one."""
-        for slot in self._slots:
+        for index, slot in self._dynamic.items():
+            assert index == slot.index >= len(self._slots), f"dynamic slot {index}: bad index"
+            assert slot.state is not TaskSlotState.FREE, f"dynamic slot {index}: FREE"
+            assert not slot.resource_profile.is_unknown, f"dynamic slot {index}: no profile"
+        available = self.available_resource()
+        if available is not None and self.total_resource is not None:
+            used = self.total_resource.subtract(available)
+            assert used.fits(self.total_resource), "slots exceed the total"
+        for slot in self.slots():
             where = f"slot {slot.index} {slot.state.value} job={slot.job_id} " \
                     f"allocation={slot.allocation_id} tasks={len(slot.tasks)}"
             if slot.state is TaskSlotState.FREE:
@@ -284,7 +361,7 @@ class TaskSlotTable:
             for attempt_id in slot.tasks:
                 assert self._task_slots.get(attempt_id) is slot, where
         assert len(self._by_allocation) == sum(
-            1 for s in self._slots if s.state is not TaskSlotState.FREE
+            1 for s in self.slots() if s.state is not TaskSlotState.FREE
         ), "allocation index out of sync"
-        assert len(self._task_slots) == sum(len(s.tasks) for s in self._slots), \
+        assert len(self._task_slots) == sum(len(s.tasks) for s in self.slots()), \
             "task index out of sync"
