@@ -73,7 +73,7 @@ def test_unknown_profiles_cannot_be_added_or_compared_and_bad_amounts_are_refuse
 
 def test_driver_memory_is_the_inverse_of_the_spark_memory_split() -> None:
     heap = driver_memory_for(task_heap=400 * MIB, managed=300 * MIB, fraction=0.6)
-    usable = heap / 1.07 - SPARK_RESERVED_MEMORY
+    usable = heap / 1.15 - SPARK_RESERVED_MEMORY
     assert usable * 0.4 >= 400 * MIB - 1 and usable * 0.6 >= 300 * MIB
     assert driver_memory_for(0, 0) > SPARK_RESERVED_MEMORY
     with pytest.raises(ValueError, match="fraction"):
@@ -137,6 +137,14 @@ def test_slots_of_a_profile_are_dynamic_and_spread_by_cpu_in_use(tracker: SlotTr
     assert tracker.available_resource(TE1) == ResourceProfile.of(0.0, 0, 0, 600)
     # TE1's budget is spent: its two FREE default slots cannot be used
     assert tracker.number_of_free_slots(TE1) == 0 and tracker.number_of_free_slots(TE2) == 2 - 1
+
+
+def test_no_dynamic_slot_before_the_task_executors_first_slot_report(tracker: SlotTracker) -> None:
+    tracker.handle(TaskExecutorAdded(TE1, 0, total_resource=TM_TOTAL, default_slots=2))
+    assert tracker.handle(RequirementsDeclared(JOB, JM, 0, resources=((ONE, 1),))) == []
+    (command,) = tracker.handle(SlotReportReceived(TE1, SlotReport(
+        (SlotStatus(SlotID(TE1, 0)), SlotStatus(SlotID(TE1, 1))))))
+    assert command.slot_id == SlotID(TE1, 2) and command.resource_profile == ONE
 
 
 def test_a_profile_no_task_executor_can_hold_stays_missing(tracker: SlotTracker) -> None:

@@ -583,8 +583,9 @@ class SlotTracker:
         best: tuple[float, int] | None = None
         best_rid: ResourceID | None = None
         for order, (rid, budget) in enumerate(self._budgets.items()):
-            if rid in self.blocked or not self._fits(rid, profile):
-                continue
+            if rid in self.blocked or not self._task_executors.get(rid) \
+                    or not self._fits(rid, profile):
+                continue  # no slot report yet (an allocation could cross it), blocked, or full
             available = self.available_resource(rid)
             assert available is not None
             used = 1.0 - available.cpu_cores / budget.total.cpu_cores if budget.total.cpu_cores else 0.0
