@@ -10,12 +10,21 @@ the process's exit code and (``execution.shutdown-on-application-finish``) the c
 Application status (Flink ``ApplicationStatus``): SUCCEEDED when main() returned and every job
 FINISHED; CANCELED when a job was cancelled (Flink cancels the whole application then); FAILED
 when main() raised or a job FAILED.
+
+With high availability the application's jobs get stable ids (Flink's fixed job ids of
+``ApplicationDispatcherBootstrap``): the n-th ``execute()`` of main() is job
+``stable_job_id(<high-availability.cluster-id>, n)``. A JobManager that takes over runs main()
+again; a job id the Dispatcher already knows (running, recovered from the JobGraph store, or
+finished, from the JobResultStore) is followed instead of submitted again, so no job runs twice
+and main() continues where the jobs are.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
+import hashlib
 import logging
 import threading
 import traceback
@@ -27,11 +36,12 @@ from flintlock.client.executor import DispatcherJobClient
 from flintlock.client.program import run_program
 from flintlock.config import Configuration
 from flintlock.config.options import EXECUTION_TARGET
+from flintlock.runtime.dispatcher.exceptions import DuplicateJobSubmissionException
 from flintlock.runtime.ids import JobID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 
 __all__ = ["ApplicationResult", "ApplicationSpec", "ApplicationStatus", "EmbeddedExecutor",
-           "run_application"]
+           "run_application", "stable_job_id"]
 
 log = logging.getLogger(__name__)
 
@@ -67,15 +77,29 @@ class ApplicationResult:
     diagnostics: str = ""
 
 
+def stable_job_id(application_id: str, index: int) -> JobID:
+    """The id of the application's ``index``-th job (0: main()'s first ``execute()``): 16
+    bytes of BLAKE2b over the application id (``high-availability.cluster-id``) and the index."""
+    digest = hashlib.blake2b(f"flintlock-application/{application_id}/{index}".encode(),
+                             digest_size=16)
+    return JobID.from_hex(digest.hexdigest())
+
+
 class EmbeddedExecutor:
     """Submits the program's jobs to the Dispatcher of this process (Flink ``EmbeddedExecutor``).
 
-    Called from the program's thread; the Dispatcher lives on ``loop``.
+    Called from the program's thread; the Dispatcher lives on ``loop``. With ``application_id``
+    (high availability) the jobs get stable ids and a job the Dispatcher already knows is
+    followed instead of submitted.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, dispatcher: Any) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, dispatcher: Any,
+                 application_id: str | None = None) -> None:
         self._loop = loop
         self._dispatcher = dispatcher
+        self._application_id = application_id
+        self._submitted = 0
+        self._lock = threading.Lock()
 
     def run(self, coroutine: Any) -> Any:
         """Run a Dispatcher call on its loop and wait for the answer.
@@ -86,22 +110,39 @@ class EmbeddedExecutor:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(_CALL_TIMEOUT_S)
 
     def execute(self, job_graph: JobGraph, configuration: Configuration) -> DispatcherJobClient:
-        self.run(self._dispatcher.submit_job(job_graph))
-        log.info("Application submitted job %s (%s)", job_graph.job_id, job_graph.name)
+        if self._application_id is None:
+            self.run(self._dispatcher.submit_job(job_graph))
+            log.info("Application submitted job %s (%s)", job_graph.job_id, job_graph.name)
+        else:
+            with self._lock:
+                index, self._submitted = self._submitted, self._submitted + 1
+            job_id = stable_job_id(self._application_id, index)
+            plan = {**job_graph.plan, "jid": str(job_id)} if job_graph.plan else job_graph.plan
+            job_graph = dataclasses.replace(job_graph, job_id=job_id, plan=plan)
+            try:
+                self.run(self._dispatcher.submit_job(job_graph))
+                log.info("Application submitted job %d: %s (%s)", index, job_id, job_graph.name)
+            except DuplicateJobSubmissionException:
+                log.info("Application job %d: %s (%s) was submitted by an earlier leader; "
+                         "following it", index, job_id, job_graph.name)
         return DispatcherJobClient(self.run, self._dispatcher, job_graph.job_id, job_graph.name,
                                    show_progress=False)
 
 
 async def run_application(spec: ApplicationSpec, dispatcher: Any, configuration: Configuration,
-                          stop: asyncio.Event, poll_interval_s: float = 0.2) -> ApplicationResult | None:
+                          stop: asyncio.Event, poll_interval_s: float = 0.2,
+                          application_id: str | None = None) -> ApplicationResult | None:
     """Run ``spec``'s main() in a daemon thread, then wait for every job it submitted to end.
 
     Returns the application's result, or None when ``stop`` was set first (the JobManager was
-    told to stop: its jobs are stopped with it, the program's thread is abandoned).
+    told to stop, or lost its leadership: its jobs are stopped or suspended with it, the
+    program's thread is abandoned). ``application_id``: give the jobs stable ids (high
+    availability, ``stable_job_id``).
     """
     loop = asyncio.get_running_loop()
     context = ClientContext(overrides=configuration.copy().set(EXECUTION_TARGET, "embedded"),
-                            show_progress=False, embedded=EmbeddedExecutor(loop, dispatcher))
+                            show_progress=False,
+                            embedded=EmbeddedExecutor(loop, dispatcher, application_id))
     main_done: asyncio.Future[BaseException | None] = loop.create_future()
 
     def main() -> None:
@@ -117,7 +158,8 @@ async def run_application(spec: ApplicationSpec, dispatcher: Any, configuration:
     threading.Thread(target=main, name="application-main", daemon=True).start()
     stopped = asyncio.ensure_future(stop.wait())
     await asyncio.wait([main_done, stopped], return_when=asyncio.FIRST_COMPLETED)
-    if not main_done.done():
+    if not main_done.done() or stop.is_set():
+        stopped.cancel()
         return None
     stopped.cancel()
     error = main_done.result()

@@ -156,16 +156,23 @@ _program_command = cli.command(
               is_flag=True,
               help="Skip savepoint state no operator of the program claims (sets "
                    "execution.savepoint.ignore-unclaimed-state).")
+@click.option("--jobmanagers", "job_managers", type=click.IntRange(min=1), default=1,
+              show_default=True,
+              help="--target application: JobManagers to start; one leads and runs main(), "
+                   "the others stand by and take over (high availability: FILE under the "
+                   "application's directory unless high-availability.type is set).")
 @_dynamic
 @click.argument("program", type=click.Path(dir_okay=False))
 @_program_args
 def run(parallelism: int | None, target: str | None, jobmanager: str | None, detached: bool,
-        from_savepoint: str | None, allow_non_restored: bool, dynamic: tuple[str, ...],
-        program: str, args: tuple[str, ...]) -> None:
+        from_savepoint: str | None, allow_non_restored: bool, job_managers: int,
+        dynamic: tuple[str, ...], program: str, args: tuple[str, ...]) -> None:
     """Run PROGRAM's main; every execute() becomes a job."""
     if target == "application":
         _run_application(parallelism, dynamic, jobmanager, detached, from_savepoint,
-                         allow_non_restored, program, args)
+                         allow_non_restored, program, args, job_managers)
+    if job_managers != 1:
+        _fail("Error: --jobmanagers applies to --target application only")
     try:
         overrides = _overrides(parallelism, dynamic)
         if jobmanager is not None:
@@ -183,7 +190,7 @@ def run(parallelism: int | None, target: str | None, jobmanager: str | None, det
 
 def _run_application(parallelism: int | None, dynamic: tuple[str, ...], jobmanager: str | None,
                      detached: bool, from_savepoint: str | None, allow_non_restored: bool,
-                     program: str, args: tuple[str, ...]) -> NoReturn:
+                     program: str, args: tuple[str, ...], job_managers: int = 1) -> NoReturn:
     """``run --target application``: start an application cluster for PROGRAM; exits with the
     application's status (attached) or once it serves (detached)."""
     from flintlock.client.application_cluster import (
@@ -197,7 +204,8 @@ def _run_application(parallelism: int | None, dynamic: tuple[str, ...], jobmanag
     try:
         overrides = _overrides(parallelism, dynamic)
         _apply_savepoint_restore(overrides, from_savepoint, allow_non_restored)
-        cluster = start_application_cluster(program, list(args), overrides, detached)
+        cluster = start_application_cluster(program, list(args), overrides, detached,
+                                            job_managers=job_managers)
     except (IllegalConfigurationException, ApplicationClusterException) as exc:
         _fail(f"Error: {exc}")
     if detached and not cluster.rest_url:  # it ended before it served: say so, not "started"
@@ -205,8 +213,10 @@ def _run_application(parallelism: int | None, dynamic: tuple[str, ...], jobmanag
               f"{cluster.process.returncode}); see {cluster.log_dir / 'jobmanager.out'}",
               cluster.process.returncode or 1)
     where = f"REST {cluster.rest_url}, " if cluster.rest_url else ""
+    pids = ", ".join(str(p.pid) for p in cluster.processes)
     click.echo(f"Application {cluster.application_id} of {Path(program).name}: {where}"
-               f"JobManager pid {cluster.process.pid}, logs in {cluster.log_dir}", err=True)
+               f"JobManager pid{'s' if cluster.standbys else ''} {pids}, logs in "
+               f"{cluster.log_dir}", err=True)
     if detached:
         sys.exit(0)
     code = wait_for_application(cluster)

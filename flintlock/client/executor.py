@@ -74,9 +74,10 @@ def execute_job(job_graph: JobGraph, configuration: Configuration) -> Any:
         client = ctx.embedded.execute(job_graph, configuration)
     else:
         client = _local_executor().execute(job_graph, configuration)
-    ctx.submitted.append(str(job_graph.job_id))
+    job_id = getattr(client, "job_id", job_graph.job_id)  # an application's stable id under HA
+    ctx.submitted.append(str(job_id))
     if ctx.detached:
-        stderr_console().print(f"Job has been submitted with JobID {job_graph.job_id}")
+        stderr_console().print(f"Job has been submitted with JobID {job_id}")
         return DetachedJobClient(client)
     return client
 

@@ -17,9 +17,16 @@ from flintlock.client.application import (
     ApplicationSpec,
     ApplicationStatus,
     run_application,
+    stable_job_id,
 )
 from flintlock.config import Configuration
+from flintlock.runtime.dispatcher.exceptions import DuplicateJobSubmissionException
 from flintlock.runtime.executiongraph.archived import JobResult
+from flintlock.runtime.highavailability.application_status_store import (
+    ApplicationStatusException,
+    ApplicationStatusStore,
+    RecordedApplicationStatus,
+)
 from flintlock.runtime.ids import JobID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import JobStatus
@@ -155,11 +162,94 @@ def test_a_detached_application_whose_job_manager_cannot_start_is_an_error(tmp_p
     program.write_text(PROGRAM)
     proc = subprocess.run(
         [sys.executable, "-m", "flintlock", "run", "--target", "application", "-d",
-         "-D", f"cluster.state-dir={tmp_path / 'state'}", "-D", "high-availability.type=FILE",
-         "-D", f"high-availability.storageDir={tmp_path / 'ha'}", str(program)],
+         "-D", f"cluster.state-dir={tmp_path / 'state'}",
+         "-D", "high-availability.type=ZOOKEEPER", str(program)],
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stderr
     assert "the application ended during start-up (exit code 1)" in proc.stderr
     [app] = (tmp_path / "state" / "applications").iterdir()
     output = (app / "log" / "jobmanager.out").read_text()
-    assert "with high availability are not supported yet" in output  # the cause, kept
+    assert "needs high-availability.zookeeper.quorum" in output  # the cause, kept
+
+
+@dataclass
+class KnowingDispatcher(RecordingDispatcher):
+    """A Dispatcher that already knows some job ids (an earlier leader submitted them): it
+    refuses them as duplicates, as the real one does, and answers their results."""
+
+    known: dict[JobID, str] = field(default_factory=dict)
+
+    async def submit_job(self, job_graph: JobGraph) -> None:
+        if job_graph.job_id in self.known:
+            raise DuplicateJobSubmissionException(f"Job {job_graph.job_id} has already been submitted.")
+        await super().submit_job(job_graph)
+
+    async def request_job_result(self, job_id: JobID) -> JobResult | None:
+        if job_id in self.known:
+            return JobResult(job_id, "earlier", self.known[job_id], 5)
+        return await super().request_job_result(job_id)
+
+
+def test_stable_job_ids_depend_on_the_application_and_the_position_only() -> None:
+    ids = [stable_job_id("/application-a", i) for i in range(3)]
+    assert len(set(ids)) == 3 and ids == [stable_job_id("/application-a", i) for i in range(3)]
+    assert stable_job_id("/application-b", 0) != ids[0]
+    assert len(str(ids[0])) == 32
+
+
+def test_with_an_application_id_jobs_get_stable_ids_and_known_ones_are_followed(
+        tmp_path: Path) -> None:
+    app = "/application-x"
+    known = {stable_job_id(app, 0): "SUCCEEDED"}  # finished under an earlier leader
+    dispatcher = KnowingDispatcher(known=known)
+    program = tmp_path / "app.py"
+    program.write_text(PROGRAM)
+
+    async def main() -> ApplicationResult | None:
+        return await run_application(ApplicationSpec(str(program), ("SUCCEEDED", "SUCCEEDED")),
+                                     dispatcher, Configuration(), asyncio.Event(), 0.01,
+                                     application_id=app)
+
+    result = asyncio.run(asyncio.wait_for(main(), 60))
+    assert result is not None and result.status is ApplicationStatus.SUCCEEDED
+    # job 0 was not submitted again; job 1 was, under its stable id (and plan id)
+    assert [(g.job_id, g.plan.get("jid")) for g in dispatcher.submitted] == [
+        (stable_job_id(app, 1), str(stable_job_id(app, 1)))]
+    assert result.jobs == {str(stable_job_id(app, 0)): "SUCCEEDED",
+                           str(stable_job_id(app, 1)): "SUCCEEDED"}
+
+
+def test_the_application_status_record_is_written_once_and_read_back(tmp_path: Path) -> None:
+    store = ApplicationStatusStore(str(tmp_path / "ha" / "application-x"))
+    assert store.read() is None
+    store.write("FAILED", {"a" * 32: "FAILED"})
+    assert store.read() == RecordedApplicationStatus("FAILED", {"a" * 32: "FAILED"})
+    assert [p.name for p in (tmp_path / "ha" / "application-x").iterdir()] == [
+        "application-status.json"]  # no temporary file left
+    with pytest.raises(ValueError, match="unknown application status"):
+        store.write("DONE", {})
+    (tmp_path / "ha" / "application-x" / "application-status.json").write_text("{not json")
+    with pytest.raises(ApplicationStatusException, match="unreadable.*delete it"):
+        store.read()
+
+
+def test_a_new_leader_of_an_ended_application_exits_with_its_status_without_running_it(
+        tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from flintlock.runtime.entrypoint.job_manager import _lead_application
+
+    ha = SimpleNamespace(directory=str(tmp_path / "ha"), cluster_id="/application-x")
+    ApplicationStatusStore(ha.directory).write("CANCELED", {"b" * 32: "CANCELED"})
+    program = tmp_path / "app.py"
+    program.write_text("raise SystemExit('main() must not run again')")
+    dispatcher = RecordingDispatcher()
+
+    async def main() -> tuple[int | None, bool]:
+        stop = asyncio.Event()
+        code = await _lead_application(ApplicationSpec(str(program)), dispatcher,
+                                       Configuration(), stop, ha, asyncio.Event())
+        return code, stop.is_set()
+
+    assert asyncio.run(asyncio.wait_for(main(), 30)) == (2, True)
+    assert dispatcher.submitted == []

@@ -84,7 +84,7 @@ from flintlock.runtime.resourcemanager.resource_manager import ResourceManager
 from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 
 if TYPE_CHECKING:
-    from flintlock.client.application import ApplicationSpec
+    from flintlock.client.application import ApplicationResult, ApplicationSpec
 
 __all__ = ["resource_manager_address", "run_job_manager"]
 
@@ -133,10 +133,11 @@ async def _serve(configuration: Configuration, port_file: str | Path | None,
     stop = stop or asyncio.Event()
     install_stop_signals(stop)
     ha = create_ha_services(configuration)  # a clear error before anything starts
-    if ha is not None and (application is not None or per_job is not None):
+    if ha is not None and per_job is not None:
         raise IllegalConfigurationException(
-            "application and per-job clusters with high availability are not supported yet; "
-            "run the program on a session cluster with high availability instead")
+            "per-job clusters with high availability are not supported (Flink 2.0 removed "
+            "per-job mode); run the program with --target application, whose JobManagers can "
+            "stand by for each other")
     exit_code = 0
     if ha is not None:
         await asyncio.to_thread(ha.check_storage)
@@ -183,7 +184,10 @@ async def _serve(configuration: Configuration, port_file: str | Path | None,
                 await _stop_all(started)
         else:
             while not stop.is_set():  # stand by, lead until leadership is lost, stand by again
-                await _lead_once(configuration, rpc, secret, logs, stop, ha, port_file)
+                ended = await _lead_once(configuration, rpc, secret, logs, stop, ha, port_file,
+                                         application)
+                if ended is not None:
+                    exit_code = ended
     finally:
         if registry is not None:
             await asyncio.to_thread(registry.unregister)
@@ -206,6 +210,13 @@ async def _run_application(application: ApplicationSpec, dispatcher: Any,
     if result is None:
         log.info("Application stopped before it finished")
         return ApplicationStatus.CANCELED.exit_code
+    return await _application_ended(result, configuration, stop)
+
+
+async def _application_ended(result: ApplicationResult, configuration: Configuration,
+                             stop: asyncio.Event) -> int:
+    """Log how the application ended; stop (``execution.shutdown-on-application-finish``) or
+    serve until stopped; returns its exit code."""
     jobs = ", ".join(f"{job} {status}" for job, status in result.jobs.items()) or "no jobs"
     log.info("Application %s (%s)", result.status.name, jobs)
     if result.diagnostics:
@@ -249,10 +260,14 @@ async def _stop_all(started: list[Any]) -> None:
 
 async def _lead_once(configuration: Configuration, rpc: Any, secret: str | None,
                      logs: LogDirectory, stop: asyncio.Event, ha: Any,
-                     port_file: str | Path | None) -> None:
+                     port_file: str | Path | None,
+                     application: ApplicationSpec | None = None) -> int | None:
     """One leadership: stand by until granted (or ``stop``), start the components with the
     recovered jobs, publish their addresses, and serve until leadership is lost (their jobs
-    are then suspended: stopped without a result, so the next leader runs them) or ``stop``."""
+    are then suspended: stopped without a result, so the next leader runs them) or ``stop``.
+
+    An application cluster's leader runs the application (again, after a failover: its jobs
+    keep their ids, ``_lead_application``); returns its exit code once it ended, else None."""
     events = LeadershipEvents(asyncio.get_running_loop())
     election = ha.leader_election_service()
     started: list[Any] = []
@@ -268,14 +283,20 @@ async def _lead_once(configuration: Configuration, rpc: Any, secret: str | None,
             return
         await _stop_all(started)  # the standby's REST: the leader's binds its port
         log.info("JobManager leads (session %s)", session)
-        rest, reporter, addresses, _ = await _start_components(
+        rest, reporter, addresses, dispatcher = await _start_components(
             configuration, rpc, secret, logs, stop, ha, started, leader_id=session,
             leadership_check=_leadership_check(election, session))
         if not election.confirm_leadership(session, LeaderInformation(session, addresses)):
             log.warning("leadership was lost before it could be confirmed")
-            return
+            return None
         _serving(configuration, rpc, rest, reporter, port_file, leader=True)
-        await unless_stopped(events.lost.wait(), stop)
+        if application is not None:
+            ended = await _lead_application(application, dispatcher, configuration, stop, ha,
+                                            events.lost)
+            if ended is not None:
+                return ended
+        else:
+            await unless_stopped(events.lost.wait(), stop)
         if events.lost.is_set():
             write_port_file(port_file, rpc_port=rpc.port, leader=False)
             log.warning("JobManager lost its leadership (%s): its jobs are suspended; standing "
@@ -288,6 +309,51 @@ async def _lead_once(configuration: Configuration, rpc: Any, secret: str | None,
         await _stop_all(started)
         # may wait for ZooKeeper (releasing the latch after an outage): not on the event loop
         await asyncio.to_thread(election.stop)
+    return None
+
+
+async def _lead_application(application: ApplicationSpec, dispatcher: Any,
+                            configuration: Configuration, stop: asyncio.Event, ha: Any,
+                            lost: asyncio.Event) -> int | None:
+    """Run the application as this leadership's ``ApplicationDispatcherBootstrap``: unless an
+    earlier leader recorded its end, run main() with job ids derived from the cluster-id, so
+    the jobs an earlier leader submitted are followed, not run again. Returns the exit code once
+    it ended (recorded for the standbys, ``ApplicationStatusStore``); None when leadership was
+    lost first (main()'s thread is abandoned; its Dispatcher calls fail from now on)."""
+    from flintlock.client.application import ApplicationStatus, run_application
+    from flintlock.runtime.highavailability.application_status_store import ApplicationStatusStore
+
+    store = ApplicationStatusStore(ha.directory)
+    recorded = await asyncio.to_thread(store.read)
+    if recorded is not None:
+        log.info("The application ended under an earlier leader (%s, jobs %s): not running it "
+                 "again", recorded.status, recorded.jobs)
+        stop.set()
+        return ApplicationStatus[recorded.status].exit_code
+    interrupted = asyncio.Event()
+    watch = asyncio.ensure_future(_first_of(lost, stop, interrupted))
+    try:
+        result = await run_application(application, dispatcher, configuration, interrupted,
+                                       application_id=ha.cluster_id)
+    finally:
+        watch.cancel()
+    if result is None:
+        if stop.is_set():  # told to stop (SIGTERM, Ctrl-C on the client): as without HA
+            log.info("Application stopped before it finished")
+            return ApplicationStatus.CANCELED.exit_code
+        log.warning("The application's run was interrupted (leadership lost); the next leader "
+                    "runs it again")
+        return None
+    try:
+        await asyncio.to_thread(store.write, result.status.name, result.jobs)
+    except OSError as exc:  # its standbys would run main() again, with the same job ids
+        log.error("Could not record the application's status in %s: %s", store.uri, exc)
+    return await _application_ended(result, configuration, stop)
+
+
+async def _first_of(lost: asyncio.Event, stop: asyncio.Event, interrupted: asyncio.Event) -> None:
+    await unless_stopped(lost.wait(), stop)
+    interrupted.set()
 
 
 def _leadership_check(election: Any, session: str) -> LeadershipCheck:
