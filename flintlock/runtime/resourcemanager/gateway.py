@@ -93,7 +93,10 @@ class TaskManagerInfo:
 
     ``hardware``, ``spark``, ``cpu_cores`` and ``memory`` are its registration's;
     ``allocated_slots`` holds the job of each slot that is allocated (or being allocated) to a
-    job, as the ResourceManager's slot tracker knows it from the slot reports and requests.
+    job, as the ResourceManager's slot tracker knows it from the slot reports and requests;
+    ``allocated_slot_resources`` the resources each of them holds, and ``total_resource`` /
+    ``free_resource`` the TaskExecutor's budget and what its slots leave of it (None when it
+    registered no total).
     """
 
     resource_id: ResourceID
@@ -107,6 +110,9 @@ class TaskManagerInfo:
     cpu_cores: float = 0.0
     memory: dict[str, int] = field(default_factory=dict)
     allocated_slots: tuple[JobID, ...] = ()
+    allocated_slot_resources: tuple[ResourceProfile, ...] = ()
+    total_resource: ResourceProfile | None = None
+    free_resource: ResourceProfile | None = None
 
 
 @dataclass(frozen=True)

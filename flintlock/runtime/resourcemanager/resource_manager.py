@@ -314,6 +314,9 @@ class ResourceManager(FencedRpcEndpoint):
 
     async def request_task_manager_infos(self) -> tuple[TaskManagerInfo, ...]:
         tracker = self.slot_manager.tracker
+        held = {rid: [s for s in tracker.slots(rid)
+                      if s.state is not SlotState.FREE and s.job_id is not None]
+                for rid in self._task_executors}
         return tuple(
             TaskManagerInfo(
                 resource_id=rid,
@@ -326,8 +329,11 @@ class ResourceManager(FencedRpcEndpoint):
                 spark=dict(w.registration.spark),
                 cpu_cores=w.registration.cpu_cores,
                 memory=dict(w.registration.memory),
-                allocated_slots=tuple(s.job_id for s in tracker.slots(rid)
-                                      if s.state is not SlotState.FREE and s.job_id is not None),
+                allocated_slots=tuple(s.job_id for s in held[rid]),
+                allocated_slot_resources=tuple(r for s in held[rid]
+                                               if (r := tracker.slot_resource(s)) is not None),
+                total_resource=tracker.total_resource(rid),
+                free_resource=tracker.available_resource(rid),
             )
             for rid, w in self._task_executors.items()
         )

@@ -10,9 +10,11 @@ TaskManagers (``flink-runtime/.../rest/messages/taskmanager/``):
   ``extendedResources`` {}), ``hardware`` (``HardwareDescription``: ``cpuCores``,
   ``physicalMemory``, ``freeMemory`` (the maximum heap), ``managedMemory``; bytes) and
   ``memoryConfiguration`` (``TaskExecutorMemoryConfiguration``; bytes). The total resource is
-  what the TaskManager registered (``taskexecutor.process_status``); each slot has an equal
-  share (Flink's default slot profile: the total divided by the number of slots), and the free
-  resource is the total minus the shares of the allocated slots.
+  the budget the TaskManager registered (``taskexecutor.process_status.total_resource_profile``)
+  and the free resource what the ResourceManager's slot tracker leaves of it: a default slot
+  holds the total divided by the number of slots (Flink's default slot profile), a dynamic one
+  its slot sharing group's profile (fine-grained resources). A TaskManager registered without a
+  budget shows its registered cores and memory, each slot an equal share.
 - ``task_manager_details(tm, status)``: ``TaskManagerDetailsInfo`` of ``GET /taskmanagers/:id``:
   the info plus ``allocatedSlots`` (``SlotInfo``: ``{"jobId", "resource"}`` per slot allocated to
   a job) and ``metrics`` (``TaskManagerMetricsInfo``, from the TaskManager's ``Status.*``
@@ -32,6 +34,7 @@ from typing import Any
 
 from flintlock.config import Configuration
 from flintlock.config.sensitive import hidden_items
+from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.metrics.status import garbage_collectors
 from flintlock.runtime.resourcemanager.gateway import TaskManagerInfo
 from flintlock.runtime.taskexecutor.process_status import MEMORY_CONFIGURATION_KEYS
@@ -96,6 +99,18 @@ def _profile(cpu: float, memory: Mapping[str, int], share: float) -> dict[str, A
     }
 
 
+def _resource_profile_info(profile: ResourceProfile) -> dict[str, Any]:
+    """A ``ResourceProfileInfo`` of a slot's or TaskManager's ``ResourceProfile`` (MiB)."""
+    return {
+        "cpuCores": profile.cpu_cores,
+        "taskHeapMemory": profile.task_heap_memory // _MIB,
+        "taskOffHeapMemory": profile.task_off_heap_memory // _MIB,
+        "managedMemory": profile.managed_memory // _MIB,
+        "networkMemory": 0,
+        "extendedResources": {},
+    }
+
+
 def _slot_share(tm: TaskManagerInfo) -> float:
     return 1.0 / tm.number_of_slots if tm.number_of_slots > 0 else 0.0
 
@@ -113,9 +128,12 @@ def task_manager_info(tm: TaskManagerInfo) -> dict[str, Any]:
         "timeSinceLastHeartbeat": tm.last_heartbeat_ms,
         "slotsNumber": tm.number_of_slots,
         "freeSlots": tm.free_slots,
-        "totalResource": _profile(tm.cpu_cores, memory, 1.0),
-        "freeResource": _profile(tm.cpu_cores, memory,
-                                 max(0.0, 1.0 - taken * _slot_share(tm))),
+        "totalResource": (_resource_profile_info(tm.total_resource)
+                          if tm.total_resource is not None else _profile(tm.cpu_cores, memory, 1.0)),
+        "freeResource": (_resource_profile_info(tm.free_resource)
+                         if tm.free_resource is not None and tm.total_resource is not None
+                         else _profile(tm.cpu_cores, memory,
+                                       max(0.0, 1.0 - taken * _slot_share(tm)))),
         "hardware": {
             "cpuCores": int(hw.get("cpuCores", 0)),
             "physicalMemory": int(hw.get("physicalMemory", 0)),
@@ -138,8 +156,11 @@ def task_manager_details(tm: TaskManagerInfo,
     """``GET /taskmanagers/:id`` (Flink ``TaskManagerDetailsInfo``; see the module doc)."""
     body = task_manager_info(tm)
     slot = _profile(tm.cpu_cores, _memory(tm), _slot_share(tm))
-    body["allocatedSlots"] = [{"jobId": str(job), "resource": dict(slot)}
-                              for job in tm.allocated_slots]
+    sizes = [_resource_profile_info(r) for r in tm.allocated_slot_resources]
+    if len(sizes) != len(tm.allocated_slots):  # no budget: a share of the total each
+        sizes = [dict(slot) for _ in tm.allocated_slots]
+    body["allocatedSlots"] = [{"jobId": str(job), "resource": size}
+                              for job, size in zip(tm.allocated_slots, sizes, strict=True)]
     body["metrics"] = task_manager_metrics_info(status or {})
     return body
 

@@ -10,6 +10,7 @@ from flintlock.runtime.ids import IntermediateDataSetID, JobID, JobVertexID
 from flintlock.runtime.jobgraph.job_graph import IntermediateDataSet, JobEdge, JobGraph, JobVertex
 from flintlock.runtime.jobgraph.types import JobStatus, JobType, ResultPartitionType, ShipStrategy
 from flintlock.runtime.minicluster import MiniCluster
+from flintlock.runtime.rest.messages_cluster import task_manager_details
 from flintlock.testing.clusters import gen_mini_cluster
 from flintlock.testing.invokables import LATCH_KEY, blocking_latch_scope
 
@@ -125,6 +126,11 @@ async def test_slots_of_a_group_with_resources_are_sized_from_task_manager_cores
         for te in cluster.task_executors:
             assert tracker.available_resource(te.resource_id).cpu_cores == 0.5
             assert tracker.number_of_free_slots(te.resource_id) == 0  # a default slot is 1 core
+        for info in await cluster.resource_manager.request_task_manager_infos():
+            body = task_manager_details(info)  # REST /taskmanagers/:id
+            assert body["freeResource"]["cpuCores"] == 0.5 and body["freeSlots"] == 0
+            assert [(s["jobId"], s["resource"]["cpuCores"]) for s in body["allocatedSlots"]] == [
+                (str(job.job_id), 1.5)]
         await cluster.dispatcher_gateway.cancel_job(job.job_id)
         await cluster.wait_for_job_result(job.job_id, timeout_s=20)
 

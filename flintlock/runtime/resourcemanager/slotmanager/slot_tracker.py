@@ -321,6 +321,11 @@ class SlotTracker:
             return None
         return budget.total.subtract(self._used.get(resource_id, ResourceProfile.ZERO))
 
+    def slot_resource(self, slot: TaskManagerSlot) -> ResourceProfile | None:
+        """What ``slot`` holds of its TaskExecutor (None: its TaskExecutor has no budget)."""
+        budget = self._budgets.get(slot.resource_id)
+        return self._size(slot, budget) if budget is not None else None
+
     def required_slots(self, job_id: JobID) -> int:
         req = self._requirements.get(job_id)
         return req.number_of_slots if req else 0
