@@ -46,7 +46,7 @@ from flintlock.runtime.ids import AllocationID, ExecutionVertexID, JobVertexID, 
 from flintlock.runtime.io_executor import SerialExecutor, io_executor
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
-from flintlock.runtime.jobmaster.batch_recovery import BatchJobEvents
+from flintlock.runtime.jobmaster.batch_recovery import BatchJobEvents, RecordedBatchJob
 from flintlock.runtime.jobmaster.checkpoint_rpcs import JobMasterCheckpointRpcs
 from flintlock.runtime.jobmaster.checkpointing import CheckpointCoordinatorShell
 from flintlock.runtime.metrics.live_task_metrics import LiveTaskMetrics
@@ -102,8 +102,9 @@ __all__ = ["JobMaster", "OnTerminal"]
 log = logging.getLogger(__name__)
 
 #: what ``_prepare_job`` found: source splits, the checkpoint to start from, restored subtasks
+#: (a dynamic graph's: the records to replay on the mailbox first)
 _Prepared = tuple[dict[JobVertexID, list[list[Any]]], CompletedCheckpoint | None,
-                  dict[ExecutionVertexID, TaskResult]]
+                  dict[ExecutionVertexID, TaskResult] | RecordedBatchJob]
 
 OnTerminal = Callable[[ArchivedExecutionGraph, JobResult], None]
 
@@ -205,8 +206,7 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
         self._termination = asyncio.get_running_loop().create_future()
         try:
             self.configuration = self.cluster_configuration.copy().add_all(self.job_graph.configuration)
-            adaptive = (scheduler_type(self.job_graph, self.configuration) == "AdaptiveBatch"
-                        and self.batch_events is None)  # batch job recovery: static graphs
+            adaptive = scheduler_type(self.job_graph, self.configuration) == "AdaptiveBatch"
             auto = AutoParallelismSettings.from_configuration(self.configuration)
             self.graph = ExecutionGraph(
                 self.job_graph,
@@ -226,6 +226,8 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
                 kind = (SpeculativeScheduler if self.configuration.get(SPECULATIVE_ENABLED)
                         else AdaptiveBatchScheduler)
                 self.scheduler = kind(self.graph, self.configuration, self.clock, auto)
+                if self.batch_events is not None:  # a new leader rebuilds the same graph
+                    self.batch_events.record_initializations(self.scheduler, self.run_io)
             else:
                 if self.configuration.get(SPECULATIVE_ENABLED):
                     log.info("job %s: speculative execution needs the AdaptiveBatchScheduler "
@@ -285,12 +287,15 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
                 restored = self.checkpointing.load_savepoint(
                     path, self.configuration.get(options.SAVEPOINT_IGNORE_UNCLAIMED))
         own = restored is not None and restored.job_id == job_id
-        kept: dict[ExecutionVertexID, TaskResult] = {}
+        kept: dict[ExecutionVertexID, TaskResult] | RecordedBatchJob = {}
         events = self.batch_events
         if events is not None and self.graph is not None and self.scheduler is not None:
-            kept = events.load(self.graph, self.scheduler.regions)
+            kept = (events.read() if self.graph.dynamic_vertices
+                    else events.load(self.graph, self.scheduler.regions))
         for vertex in self.job_graph.vertices:
-            if own or (events is not None and kept and events.fully_restored(kept, vertex)):
+            if own or (events is not None and kept and (
+                    events.fully_recorded(kept, vertex) if isinstance(kept, RecordedBatchJob)
+                    else events.fully_restored(kept, vertex))):
                 continue  # their output is staged (or being published) already
             for sink in vertex.sinks:
                 sink.prepare(job_id)
@@ -318,6 +323,9 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
             splits, restored, kept = prepared
             if restored is not None and self.checkpointing is not None:
                 self.checkpointing.restore_at_start(restored)
+            if isinstance(kept, RecordedBatchJob):  # rebuild the dynamic graph first
+                assert self.batch_events is not None
+                kept = self.batch_events.replay(self.scheduler, splits, kept)
             if kept and self.scheduler is not None:
                 self.scheduler.restore_finished(kept)
             self._handle(StartScheduling(splits))

@@ -7,8 +7,11 @@ from scheduler_driver import Driver, S, deploys, make_job, names
 
 from flintlock.runtime.deployment import PartitionLocation
 from flintlock.runtime.executiongraph.failover.pipelined_regions import build_pipelined_regions
-from flintlock.runtime.ids import ExecutionAttemptID, ExecutionVertexID
+from flintlock.runtime.ids import ExecutionAttemptID, ExecutionVertexID, JobVertexID
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus
+from flintlock.runtime.scheduler.adaptivebatch.vertex_parallelism_decider import (
+    ParallelismAndInputInfos,
+)
 from flintlock.runtime.scheduler.batch_recovery import restorable_subtasks
 from flintlock.runtime.scheduler.messages import FinalizeSinks, SinksFinalized, StartScheduling
 from flintlock.runtime.taskmanager.task_execution_state import TaskResult
@@ -106,3 +109,49 @@ def test_a_job_restored_in_full_goes_straight_to_its_commit() -> None:
     assert deploys(cmds) == []
     d.handle(SinksFinalized())
     assert d.graph.state is JobStatus.FINISHED
+
+
+def test_a_new_leader_rebuilds_the_dynamic_graph_as_decided_and_runs_only_the_rest() -> None:
+    """AdaptiveBatchScheduler under batch job recovery: the earlier leader's vertex
+    initializations are replayed before its finished subtasks are restored, so a decided
+    parallelism and its input ranges survive a JobManager failover."""
+    volume = {"execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task": "100"}
+    job = make_job([("src", 2), ("agg", 4), ("out", 4)], [(0, 1, S.HASH), (1, 2, S.REBALANCE)],
+                   auto=frozenset({1, 2}))
+    first = Driver(job, adaptive=True, **volume)
+    decided: list[tuple[object, object]] = []
+    first.scheduler.on_initialized = lambda vertex, decision: decided.append((vertex, decision))
+    first.handle(StartScheduling())
+    _, cmds = first.offer(4)
+    for c in deploys(cmds):
+        cmds = first.finish(c, sizes=(10, 10, 60, 10))
+    agg = next(v for v in first.graph.job_vertices.values() if v.name == "agg")
+    assert agg.parallelism == 3 and [v for v, _ in decided] == [agg.id]  # src was not dynamic
+    # the earlier leader dies once agg finished, before it decided "out"
+    recorded = {**_recorded(first, "src"), **_recorded(first, "agg")}
+
+    second = Driver(job, adaptive=True, **volume)
+    assert second.scheduler.replay_initializations({}, decided) == [agg.id]
+    again = next(v for v in second.graph.job_vertices.values() if v.name == "agg")
+    assert again.parallelism == 3
+    assert second.scheduler.decisions[agg.id] == first.scheduler.decisions[agg.id]
+    regions = second.scheduler.regions
+    kept = restorable_subtasks(second.graph, regions, recorded, lambda _: True, lambda *_: True)
+    assert _names(second, kept) == ["agg0", "agg1", "agg2", "src0", "src1"]
+    second.scheduler.restore_finished(kept)
+    second.handle(StartScheduling())
+    _, cmds = second.offer(4)
+    # only "out" runs, decided now from agg's recorded sizes (3 x 4 x 10 bytes, 100 per subtask)
+    assert names(cmds) == ["out (1/2)#0", "out (2/2)#0"]
+
+
+def test_replay_stops_at_a_decision_that_no_longer_fits() -> None:
+    job = make_job([("src", 2), ("agg", 4)], [(0, 1, S.HASH)], auto=frozenset({1}))
+    d = Driver(job, adaptive=True)
+    agg = next(v for v in d.graph.job_vertices.values() if v.name == "agg")
+    unknown = JobVertexID.generate()
+    decision = ParallelismAndInputInfos(2, ((0, 1), (2, 3)))
+    assert d.scheduler.replay_initializations({}, [(unknown, decision), (agg.id, decision)]) == []
+    assert not agg.initialized  # decided anew once src finished
+    assert d.scheduler.replay_initializations({}, [(agg.id, ParallelismAndInputInfos(
+        9, ()))]) == []  # more subtasks than the producers wrote subpartitions for

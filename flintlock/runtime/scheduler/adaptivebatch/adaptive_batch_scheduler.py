@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +46,7 @@ from flintlock.runtime.executiongraph.execution_vertex import ExecutionJobVertex
 from flintlock.runtime.executiongraph.intermediate_result import IntermediateResult
 from flintlock.runtime.ids import ExecutionVertexID, JobVertexID
 from flintlock.runtime.jobgraph.job_graph import JobGraph, JobVertex
-from flintlock.runtime.jobgraph.types import JobType, ShipStrategy
+from flintlock.runtime.jobgraph.types import JobStatus, JobType, ShipStrategy
 from flintlock.runtime.scheduler.adaptivebatch.adaptive_join import (
     AdaptiveJoinSettings,
     JoinInput,
@@ -171,6 +172,8 @@ class AdaptiveBatchScheduler(DefaultScheduler):
         self.join_settings = AdaptiveJoinSettings.from_configuration(configuration)
         #: how each dynamic source's parallelism was found (``source_parallelism``)
         self._source_reasons: dict[JobVertexID, str] = {}
+        #: called with each vertex initialization, in order (batch job recovery records them)
+        self.on_initialized: Callable[[JobVertexID, ParallelismAndInputInfos], None] | None = None
 
     def source_parallelism(self, vertex: JobVertex) -> int:
         """A dynamic source's parallelism: what its source infers from its input
@@ -208,21 +211,75 @@ class AdaptiveBatchScheduler(DefaultScheduler):
             if ejv.initialized or not self._inputs_finished(ejv):
                 continue
             decision = self._decide(ejv)
-            new.extend(graph.initialize_job_vertex(
-                ejv.id, decision.parallelism, decision.subpartition_ranges or None,
-                decision.input_infos or None))
-            ejv.broadcast_join_side = decision.broadcast_side
-            ejv.operator_strategy = decision.operator_strategy
+            new.extend(self._initialize(ejv, decision))
             if ejv.id in graph.dynamic_vertices:
-                self.decisions[ejv.id] = decision
                 log.info("job %s: %s runs at parallelism %d (%s)", graph.job_id, ejv.name,
                          decision.parallelism, decision.reason)
+            if self.on_initialized is not None:
+                self.on_initialized(ejv.id, decision)
         if new:
-            added = self.regions.add_blocking_vertices(new)
-            for v in new:
-                self._order[v] = len(self._order)
-            self._schedule(self.strategy.schedule_added_regions(added))
+            self._schedule(self.strategy.schedule_added_regions(self._add_regions(new)))
         return new
+
+    def _initialize(self, ejv: ExecutionJobVertex,
+                    decision: ParallelismAndInputInfos) -> list[ExecutionVertexID]:
+        new = self.graph.initialize_job_vertex(
+            ejv.id, decision.parallelism, decision.subpartition_ranges or None,
+            decision.input_infos or None)
+        ejv.broadcast_join_side = decision.broadcast_side
+        ejv.operator_strategy = decision.operator_strategy
+        if ejv.id in self.graph.dynamic_vertices:
+            self.decisions[ejv.id] = decision
+        return new
+
+    def _add_regions(self, new: list[ExecutionVertexID]) -> Any:
+        added = self.regions.add_blocking_vertices(new)
+        for v in new:
+            self._order[v] = len(self._order)
+        return added
+
+    def replay_initializations(
+            self, splits: Mapping[JobVertexID, list[list[Any]]],
+            initializations: Sequence[tuple[JobVertexID, ParallelismAndInputInfos]],
+    ) -> list[JobVertexID]:
+        """Before ``StartScheduling`` (batch job recovery): initialize the vertices an earlier
+        leader initialized, as it decided, in its order, without scheduling them, so that the
+        subtasks it finished can be restored into the same graph. Stops at the first decision
+        that no longer fits (a source whose splits changed, a vertex unknown or whose producers
+        are not initialized): the vertices from there on are decided anew as their inputs
+        finish. Returns the vertices initialized."""
+        assert self.graph.state is JobStatus.CREATED, "replay before scheduling starts"
+        self.splits = dict(splits)
+        done: list[JobVertexID] = []
+        new: list[ExecutionVertexID] = []
+        for vertex_id, decision in initializations:
+            ejv = self.graph.job_vertices.get(vertex_id)
+            why = ""
+            if ejv is None:
+                why = "no such vertex"
+            elif ejv.initialized:
+                why = "" if ejv.parallelism == decision.parallelism else "initialized differently"
+                if not why:
+                    continue
+            elif ejv.job_vertex.source is not None and vertex_id in self.graph.dynamic_vertices \
+                    and len(splits.get(vertex_id) or ()) != decision.parallelism:
+                why = (f"its source now has splits for {len(splits.get(vertex_id) or ())} "
+                       f"subtasks, not {decision.parallelism}")
+            if why:
+                log.warning("job %s: not replaying the decisions from vertex %s on (%s); they "
+                            "are made anew", self.graph.job_id, vertex_id, why)
+                break
+            assert ejv is not None
+            try:
+                new.extend(self._initialize(ejv, decision))
+            except ValueError as exc:
+                log.warning("job %s: not replaying the decisions from %s on (%s); they are "
+                            "made anew", self.graph.job_id, ejv.name, exc)
+                break
+            done.append(vertex_id)
+        if new:
+            self._add_regions(new)
+        return done
 
     def _inputs_finished(self, ejv: ExecutionJobVertex) -> bool:
         for edge in ejv.job_vertex.inputs:
