@@ -192,9 +192,10 @@ class BatchJobEvents:
         recorded parallelism) finished with its committables still there, so its sinks are not
         prepared again."""
         parallelism = next((r.decision.parallelism for r in recorded.initializations
-                            if r.job_vertex_id == vertex.id), None)
+                            if r.job_vertex_id == vertex.id),
+                           vertex.parallelism if vertex.parallelism_configured else None)
         if parallelism is None:
-            return False
+            return False  # sized at run time, and no decision recorded
         subtasks = [ExecutionVertexID(vertex.id, i) for i in range(parallelism)]
         return all(v in recorded.finished and all(
             recorded.committables.get((v, i), False) for i in recorded.finished[v].committables)
