@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from scheduler_driver import Driver, S, deploys, make_job, names
 
 from flintlock.runtime.deployment import PartitionLocation
@@ -155,3 +157,23 @@ def test_replay_stops_at_a_decision_that_no_longer_fits() -> None:
     assert not agg.initialized  # decided anew once src finished
     assert d.scheduler.replay_initializations({}, [(agg.id, ParallelismAndInputInfos(
         9, ()))]) == []  # more subtasks than the producers wrote subpartitions for
+
+
+def test_a_sink_vertex_is_fully_recorded_only_with_every_subtask_and_committable() -> None:
+    from flintlock.runtime.highavailability.job_event_store import VertexInitialization
+    from flintlock.runtime.jobmaster.batch_recovery import BatchJobEvents, RecordedBatchJob
+
+    d = _three_stages()
+    c = next(v for v in d.graph.job_graph.vertices if v.name == "c")
+    finished = _recorded(d, "c", {0: "staged"})
+    (c0,) = finished
+    complete = RecordedBatchJob([], finished, {}, {(c0, 0): True})
+    assert BatchJobEvents.fully_recorded(complete, c)  # sized by the program: 1 subtask
+    assert not BatchJobEvents.fully_recorded(
+        RecordedBatchJob([], finished, {}, {(c0, 0): False}), c)  # its staged output is gone
+    # sized at run time: by its recorded decision (2 subtasks, one recorded)
+    sized = dataclasses.replace(c, parallelism_configured=False)
+    decided = VertexInitialization(c.id, ParallelismAndInputInfos(2, ()))
+    assert not BatchJobEvents.fully_recorded(
+        RecordedBatchJob([decided], finished, {}, {(c0, 0): True}), sized)
+    assert not BatchJobEvents.fully_recorded(complete, sized)  # no decision recorded
