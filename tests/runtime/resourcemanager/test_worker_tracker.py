@@ -78,6 +78,17 @@ def test_max_slots_limits_the_workers_started() -> None:
     assert _check(tracker, 2, missing=6, slots={_rid(1): (2, 0), _rid(2): (2, 0)}) == []
 
 
+def test_max_slots_counts_a_registered_worker_whose_slots_are_not_reported_yet() -> None:
+    # found by the deployment-modes benchmark: TPC-H Q18 in application mode (3 slots wanted,
+    # at most 2) started a second TaskManager the moment the first registered
+    tracker = _tracker(max_slots=2)
+    assert len(_check(tracker, 0, missing=3)) == 1
+    tracker.handle(WorkerRegistered(_rid(1), 5))
+    assert _check(tracker, 6, missing=3, slots={_rid(1): (0, 0)}) == []
+    assert "slotmanager.number-of-slots.max is 2" in tracker.held_back
+    assert _check(tracker, 7, missing=1, slots={_rid(1): (2, 0)}) == []
+
+
 def test_redundant_workers_are_kept_while_jobs_run() -> None:
     tracker = _tracker(redundant=1, idle_timeout_ms=100)
     assert _check(tracker, 0, missing=2) == [StartWorker(_rid(1), SPEC, ""),

@@ -395,8 +395,10 @@ class WorkerTracker:
             return []
         if self.settings.max_slots is not None:
             registered = sum(slots for slots, _ in event.slots.values())
+            # ours whose slots are not in the SlotManager yet: starting, registered without a
+            # slot report, or being stopped
             pending = sum(w.spec.number_of_slots for w in self._workers.values()
-                          if w.resource_id not in event.slots)
+                          if not event.slots.get(w.resource_id, (0, 0))[0])
             room = self.settings.max_slots - registered - pending
             capped = []
             for worker_spec, profile, n in plan:
