@@ -68,11 +68,6 @@ class ResourceProfile:
     def is_unknown(self) -> bool:
         return self.unknown
 
-    @property
-    def total_memory(self) -> int:
-        """Task heap + task off-heap + managed memory (bytes)."""
-        return self.task_heap_memory + self.task_off_heap_memory + self.managed_memory
-
     def _require_known(self, other: ResourceProfile, what: str) -> None:
         if self.unknown or other.unknown:
             raise ValueError(f"cannot {what} an UNKNOWN resource profile")
@@ -124,14 +119,6 @@ class ResourceProfile:
             if value:
                 parts.append(f"{name}={value / _MIB:g}mb")
         return "ResourceProfile{" + ", ".join(parts) + "}"
-
-    def to_json(self) -> dict[str, float | int]:
-        """Flink's REST ``ResourceProfileInfo`` shape (memory in MiB)."""
-        return {"cpuCores": -1.0 if self.unknown else self.cpu_cores,
-                "taskHeapMemory": self.task_heap_memory // _MIB,
-                "taskOffHeapMemory": self.task_off_heap_memory // _MIB,
-                "managedMemory": self.managed_memory // _MIB,
-                "networkMemory": 0, "extendedResources": {}}
 
 
 ResourceProfile.UNKNOWN = ResourceProfile(unknown=True)
