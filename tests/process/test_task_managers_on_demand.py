@@ -71,7 +71,13 @@ def test_task_managers_are_started_for_a_job_replaced_when_killed_and_stopped_wh
     assert submit.returncode == 0, submit.stderr[-3000:]
     job_id = submit.stderr.split("JobID")[-1].split()[0]
 
-    # two subtasks, one slot per TaskManager: the JobManager starts two TaskManager processes
+    # two subtasks, one slot per TaskManager: the JobManager starts two TaskManager processes,
+    # listed by REST while they start (a TaskManager takes seconds to register)
+    pending = wait_until_sync(
+        lambda: (p := httpx.get(f"{cluster['rest']}/taskmanagers").json()["pendingTaskManagers"])
+        and p, 60, interval_s=0.1,
+        describe=lambda: httpx.get(f"{cluster['rest']}/taskmanagers").json())
+    assert {(p["state"], p["slotsNumber"]) for p in pending} == {("STARTING", 1)}, pending
     workers = wait_until_sync(lambda: len(c := _children(jm_pid)) == 2 and c, 120,
                               interval_s=0.2, describe=lambda: _children(jm_pid))
     wait_until_sync(lambda: job(cluster, job_id)["vertices"][0]["tasks"]["RUNNING"] == 2, 120,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import mimetypes
+import re
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -319,6 +321,39 @@ def test_api_errors_are_visible_and_refresh_failures_keep_the_page(
     page.click("#nav a[data-nav=taskmanagers]")  # a page that cannot load says why
     expect(page.locator(".error-box")).to_contain_text("HTTP 500")
     expect(page.locator(".error-box")).to_contain_text("TaskManager registry broken")
+
+
+def test_task_managers_being_started_or_stopped_are_listed(
+        open_page: Callable[..., Any]) -> None:
+    now = int(time.time() * 1000) - 5_000  # requested 5 s ago
+    state: dict[str, Any] = {"pending": [
+        {"id": "application-7-taskmanager-2", "state": "STARTING", "since": now, "slotsNumber": 2,
+         "cpuCores": 2, "taskHeapMemory": 3072, "managedMemory": 512},
+        {"id": "application-7-taskmanager-1", "state": "STOPPING", "since": now,
+         "slotsNumber": 1, "cpuCores": 1, "taskHeapMemory": 0, "managedMemory": 0}],
+        "held_back": "1 TaskManager(s) not started: slotmanager.number-of-slots.max (3) reached"}
+
+    def task_managers(_: str) -> Answer:
+        body = {"taskmanagers": [], "pendingTaskManagers": state["pending"]}
+        if state["held_back"]:
+            body["heldBack"] = state["held_back"]
+        return body
+
+    page, _ = open_page({"overview": {}, "jobs/overview": {"jobs": []},
+                         "taskmanagers": task_managers}, "#/taskmanagers")
+    rows = page.locator("[data-testid=pending-taskmanagers] tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.nth(0)).to_have_attribute("data-state", "STARTING")
+    expect(rows.nth(0)).to_contain_text("application-7-taskmanager-2")
+    expect(rows.nth(0)).to_contain_text("starting")
+    expect(rows.nth(0)).to_contain_text("3.00 GB")
+    expect(rows.nth(0)).to_contain_text(re.compile(r"starting\d+s ago"))
+    expect(rows.nth(1)).to_contain_text("stopping")
+    expect(rows.nth(1)).to_contain_text("default")
+    expect(page.locator("[data-testid=held-back]")).to_have_text(state["held_back"])
+    state.update(pending=[], held_back="")  # all registered: the card goes away on refresh
+    expect(page.locator("[data-testid=pending-taskmanagers]")).to_have_count(0)
+    expect(page.locator("[data-testid=taskmanagers]")).to_be_visible()
 
 
 def test_submit_is_hidden_when_the_cluster_disables_it(open_page: Callable[..., Any]) -> None:

@@ -20,6 +20,7 @@ from flintlock.runtime.taskexecutor.gateway import SlotReport
 from flintlock.runtime.thread_dump import ThreadInfo
 
 __all__ = [
+    "PendingTaskManagerInfo",
     "RegistrationResponse",
     "ResourceManagerGateway",
     "ResourceOverview",
@@ -116,8 +117,31 @@ class TaskManagerInfo:
 
 
 @dataclass(frozen=True)
+class PendingTaskManagerInfo:
+    """A TaskManager an active ResourceManager started that has not registered yet, or is
+    stopping (REST ``GET /taskmanagers``' ``pendingTaskManagers``; Flink counts these as the
+    active ResourceManager's pending workers but lists none).
+
+    Attributes:
+        resource_id: the id it will register with.
+        state: ``STARTING`` (process requested, not registered) or ``STOPPING``.
+        since_ms: when it entered ``state`` (epoch ms).
+        number_of_slots, cpu_cores: what it will offer.
+        task_heap_memory, managed_memory: bytes it is sized for (0: the default JVM size).
+    """
+
+    resource_id: ResourceID
+    state: str
+    since_ms: int
+    number_of_slots: int
+    cpu_cores: int
+    task_heap_memory: int = 0
+    managed_memory: int = 0
+
+
+@dataclass(frozen=True)
 class ResourceOverview:
-    """Counts for REST ``/overview``."""
+    """Counts for REST ``/overview``, and the workers an active ResourceManager is starting."""
 
     number_of_task_managers: int
     number_of_slots: int
@@ -128,6 +152,10 @@ class ResourceOverview:
     #: and ``slots-free-and-blocked``)
     number_of_blocked_task_managers: int = 0
     number_of_free_and_blocked_slots: int = 0
+    #: an active ResourceManager's workers that are starting or stopping
+    pending_task_managers: tuple[PendingTaskManagerInfo, ...] = ()
+    #: why an active ResourceManager starts fewer TaskManagers than jobs need ("" if it does not)
+    held_back: str = ""
 
 
 class ResourceManagerGateway(Protocol):

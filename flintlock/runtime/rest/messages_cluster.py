@@ -20,6 +20,13 @@ TaskManagers (``flink-runtime/.../rest/messages/taskmanager/``):
   a job) and ``metrics`` (``TaskManagerMetricsInfo``, from the TaskManager's ``Status.*``
   metrics; 0 where it reported none, as Flink's handler defaults missing metrics to 0).
 
+- ``pending_task_manager_info(p)``: one entry of ``pendingTaskManagers``, flintlock's addition to
+  ``GET /taskmanagers`` (an active ResourceManager's workers not registered yet, or stopping):
+  ``id``, ``state`` (``STARTING`` | ``STOPPING``), ``since`` (epoch ms it entered the state),
+  ``slotsNumber``, ``cpuCores``, ``taskHeapMemory`` and ``managedMemory`` (MiB; 0: the default
+  JVM size). The body's ``heldBack`` (present when not empty) says why fewer TaskManagers are
+  started than jobs need (``slotmanager.number-of-slots.max``, start-up failures).
+
 JobManager: ``configuration_info`` (``ConfigurationInfo``, secrets hidden), ``environment_info``
 (``EnvironmentInfo``), ``thread_dump_info`` (``ThreadDumpInfo``).
 """
@@ -36,13 +43,14 @@ from flintlock.config import Configuration
 from flintlock.config.sensitive import hidden_items
 from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.metrics.status import garbage_collectors
-from flintlock.runtime.resourcemanager.gateway import TaskManagerInfo
+from flintlock.runtime.resourcemanager.gateway import PendingTaskManagerInfo, TaskManagerInfo
 from flintlock.runtime.taskexecutor.process_status import MEMORY_CONFIGURATION_KEYS
 from flintlock.runtime.thread_dump import ThreadInfo
 
 __all__ = [
     "configuration_info",
     "environment_info",
+    "pending_task_manager_info",
     "task_manager_details",
     "task_manager_info",
     "task_manager_metrics_info",
@@ -141,6 +149,19 @@ def task_manager_info(tm: TaskManagerInfo) -> dict[str, Any]:
             "managedMemory": int(hw.get("managedMemory", 0)),
         },
         "memoryConfiguration": memory,
+    }
+
+
+def pending_task_manager_info(pending: PendingTaskManagerInfo) -> dict[str, Any]:
+    """One entry of ``pendingTaskManagers`` (see the module doc)."""
+    return {
+        "id": str(pending.resource_id),
+        "state": pending.state,
+        "since": pending.since_ms,
+        "slotsNumber": pending.number_of_slots,
+        "cpuCores": pending.cpu_cores,
+        "taskHeapMemory": pending.task_heap_memory // _MIB,
+        "managedMemory": pending.managed_memory // _MIB,
     }
 
 

@@ -128,10 +128,17 @@ def test_declared_slots_start_workers_whose_slots_go_to_the_job() -> None:
         job = JobID.generate()
         await env.declare(job, 3)
         await wait_until(lambda: len(env.driver.requested) == 2, describe=env.states)
-        assert (await env.gw.request_resource_overview()).number_of_pending_task_managers == 2
+        overview = await env.gw.request_resource_overview()
+        assert overview.number_of_pending_task_managers == 2
+        assert [(str(p.resource_id), p.state, p.number_of_slots, p.cpu_cores)
+                for p in overview.pending_task_managers] == [("tm-1", "STARTING", 2, 1),
+                                                             ("tm-2", "STARTING", 2, 1)]
+        assert {p.since_ms for p in overview.pending_task_managers} == {env.clock.now_ms()}
         spec = WorkerResourceSpec(number_of_slots=2, cpu_cores=1)
         assert env.driver.requested == [(ResourceID("tm-1"), spec), (ResourceID("tm-2"), spec)]
         te1 = await env.launch(ResourceID("tm-1"))
+        assert [str(p.resource_id) for p in
+                (await env.gw.request_resource_overview()).pending_task_managers] == ["tm-2"]
         te2 = await env.launch(ResourceID("tm-2"))
         assert env.states() == {"tm-1": "REGISTERED", "tm-2": "REGISTERED"}
         calls = [c for te in (te1, te2) for c in te.calls_to("request_slot")]
@@ -162,6 +169,9 @@ def test_idle_workers_are_released_after_the_timeout_unless_they_hold_partitions
         await env.tes[ResourceID("tm-2")].wait_for_call("can_be_released")  # asked, and kept
         await env.rm.run_in_mailbox(lambda: None)
         assert env.states() == {"tm-1": "RELEASING", "tm-2": "REGISTERED"}
+        assert [(str(p.resource_id), p.state) for p in (
+            await env.gw.request_resource_overview()).pending_task_managers] == [
+            ("tm-1", "STOPPING")]
         te1 = env.tes[ResourceID("tm-1")]  # a TaskManager being stopped may not come back
         refused = await env.gw.register_task_executor(
             TaskExecutorRegistration(te1.address, ResourceID("tm-1"), 2))

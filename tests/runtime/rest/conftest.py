@@ -16,7 +16,8 @@ import anyio.from_thread
 import pytest
 
 from flintlock.config import Configuration
-from flintlock.runtime.dispatcher.gateway import DispatcherGateway
+from flintlock.runtime.dispatcher.gateway import ClusterOverview, DispatcherGateway
+from flintlock.runtime.resourcemanager.gateway import ResourceOverview
 from flintlock.runtime.rest import create_app
 from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 from flintlock.runtime.rpc.service import InProcRpcService
@@ -51,6 +52,9 @@ def _make_harness(conf: dict[str, Any] | None = None, secret: str | None = SECRE
                   **app: Any) -> Iterator[RestHarness]:
     with anyio.from_thread.start_blocking_portal() as portal:
         endpoint = TestingEndpoint("dispatcher", DispatcherGateway)
+        # an empty cluster unless a test says otherwise (GET /taskmanagers reads its pending ones)
+        endpoint.handlers["request_cluster_overview"] = lambda: ClusterOverview(
+            ResourceOverview(0, 0, 0), 0, 0, 0, 0)
 
         async def start() -> Any:
             rpc = InProcRpcService()

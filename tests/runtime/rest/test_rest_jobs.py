@@ -24,7 +24,11 @@ from flintlock.runtime.ids import (
     ResourceID,
 )
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
-from flintlock.runtime.resourcemanager.gateway import ResourceOverview, TaskManagerInfo
+from flintlock.runtime.resourcemanager.gateway import (
+    PendingTaskManagerInfo,
+    ResourceOverview,
+    TaskManagerInfo,
+)
 from flintlock.runtime.rpc.exceptions import RemoteError
 from flintlock.runtime.taskmanager.task_execution_state import IOMetrics, SerializedError
 
@@ -155,6 +159,27 @@ def test_taskmanagers(rest, prefix):
                                    "extendedResources": {}}
     assert set(tm["memoryConfiguration"]) >= {"taskHeap", "managedMemory", "totalProcessMemory"}
     assert set(tm["memoryConfiguration"].values()) == {0}
+    assert body["pendingTaskManagers"] == [] and "heldBack" not in body
+
+
+def test_taskmanagers_lists_those_an_active_resource_manager_starts_or_stops(rest):
+    pending = (PendingTaskManagerInfo(ResourceID("application-1-taskmanager-2"), "STARTING",
+                                      T0 + 7, 2, 2, 3 << 30, 1 << 29),
+               PendingTaskManagerInfo(ResourceID("application-1-taskmanager-1"), "STOPPING",
+                                      T0 + 3, 1, 1))
+    held_back = "1 TaskManager(s) not started: slotmanager.number-of-slots.max (4) reached"
+    rest.on("request_task_manager_infos", lambda: (_tm("tm-1"),))
+    rest.on("request_cluster_overview", lambda: ClusterOverview(
+        ResourceOverview(1, 4, 1, 1, pending_task_managers=pending, held_back=held_back),
+        1, 0, 0, 0))
+    body = rest.client.get("/taskmanagers").json()
+    assert [tm["id"] for tm in body["taskmanagers"]] == ["tm-1"]
+    assert body["pendingTaskManagers"] == [
+        {"id": "application-1-taskmanager-2", "state": "STARTING", "since": T0 + 7,
+         "slotsNumber": 2, "cpuCores": 2, "taskHeapMemory": 3072, "managedMemory": 512},
+        {"id": "application-1-taskmanager-1", "state": "STOPPING", "since": T0 + 3,
+         "slotsNumber": 1, "cpuCores": 1, "taskHeapMemory": 0, "managedMemory": 0}]
+    assert body["heldBack"] == held_back
 
 
 @PREFIXES

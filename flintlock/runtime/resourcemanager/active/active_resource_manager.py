@@ -48,6 +48,7 @@ from flintlock.runtime.resourcemanager.active.worker_tracker import (
     WorkerTracker,
 )
 from flintlock.runtime.resourcemanager.gateway import (
+    PendingTaskManagerInfo,
     RegistrationResponse,
     ResourceOverview,
     TaskExecutorRegistration,
@@ -59,6 +60,9 @@ from flintlock.runtime.rpc.service import RpcService
 __all__ = ["ActiveResourceManager", "worker_settings"]
 
 log = logging.getLogger(__name__)
+
+#: how REST names the states of the workers it lists as pending
+_PENDING_STATE = {WorkerState.REQUESTED: "STARTING", WorkerState.RELEASING: "STOPPING"}
 
 #: how often timeouts and cool-downs are checked without any other event (seconds)
 CHECK_INTERVAL_S = 0.5
@@ -244,8 +248,15 @@ class ActiveResourceManager(ResourceManager):
 
     async def request_resource_overview(self) -> ResourceOverview:
         overview = await super().request_resource_overview()
-        return dataclasses.replace(overview, number_of_pending_task_managers=len(
-            self.workers.workers(WorkerState.REQUESTED)))
+        pending = tuple(
+            PendingTaskManagerInfo(
+                w.resource_id, _PENDING_STATE[w.state], w.since_ms, w.spec.number_of_slots,
+                w.spec.cpu_cores, w.spec.task_heap_memory, w.spec.managed_memory)
+            for w in self.workers.workers() if w.state in _PENDING_STATE)
+        return dataclasses.replace(
+            overview, number_of_pending_task_managers=len(
+                self.workers.workers(WorkerState.REQUESTED)),
+            pending_task_managers=pending, held_back=self.workers.held_back)
 
     def debug_state(self) -> dict[str, Any]:
         return {**super().debug_state(), "workers": {

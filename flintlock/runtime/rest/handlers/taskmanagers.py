@@ -1,6 +1,8 @@
 """TaskManager handlers: ``/taskmanagers[/:id]``, ``/taskmanagers/:id/logs[/:filename]``,
 ``/taskmanagers/:id/log``, ``/taskmanagers/:id/stdout``, ``/taskmanagers/:id/thread-dump``,
 ``/taskmanagers/:id/profiler`` (GET, POST) and ``/jobs/:jobid/taskmanagers/:id/log-url``.
+``/taskmanagers`` also lists (``pendingTaskManagers``) the TaskManagers an active ResourceManager
+is starting or stopping, and why it holds more back (``heldBack``; ``messages_cluster``).
 
 Logs and thread dumps are read from the TaskManager over RPC (REST -> Dispatcher ->
 ResourceManager -> TaskExecutor, Flink's ``requestTaskManagerLogList`` /
@@ -30,6 +32,7 @@ from flintlock.runtime.resourcemanager.gateway import TaskManagerInfo
 from flintlock.runtime.rest.errors import RestHandlerException
 from flintlock.runtime.rest.log_responses import LogReader, log_file_response
 from flintlock.runtime.rest.messages_cluster import (
+    pending_task_manager_info,
     task_manager_details,
     task_manager_info,
     thread_dump_info,
@@ -98,10 +101,19 @@ async def _task_manager(ctx: RestContext, taskmanagerid: str) -> TaskManagerInfo
     raise RestHandlerException(404, f"Could not find TaskManager {taskmanagerid}.")
 
 
-@router.get("/taskmanagers", tags=["taskmanagers"], summary="Overview of all TaskManagers.")
+@router.get("/taskmanagers", tags=["taskmanagers"],
+            summary="Overview of all TaskManagers, and those an active ResourceManager is "
+                    "starting or stopping.")
 async def task_managers(ctx: Ctx) -> dict[str, Any]:
     infos = await ctx.dispatcher.request_task_manager_infos()
-    return {"taskmanagers": [_with_spark(task_manager_info(tm), tm) for tm in infos]}
+    resources = (await ctx.dispatcher.request_cluster_overview()).resources
+    body: dict[str, Any] = {
+        "taskmanagers": [_with_spark(task_manager_info(tm), tm) for tm in infos],
+        "pendingTaskManagers": [pending_task_manager_info(p)
+                                for p in resources.pending_task_managers]}
+    if resources.held_back:
+        body["heldBack"] = resources.held_back
+    return body
 
 
 async def _status(ctx: RestContext, tm: TaskManagerInfo) -> dict[str, float]:

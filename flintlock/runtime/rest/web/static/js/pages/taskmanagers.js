@@ -17,7 +17,8 @@ export default {
   title: () => "Task Managers",
   refresh: true,
   async render() {
-    const { taskmanagers } = await api.taskManagers();
+    const body = await api.taskManagers();
+    const taskmanagers = body.taskmanagers;
     const now = Date.now();
     const rows = (taskmanagers || []).map((tm) => {
       const hw = tm.hardware || {};
@@ -33,8 +34,27 @@ export default {
         h("td", null, sparkSummary(tm)),
         h("td", null, h("a", { href: `#/taskmanagers/${seg(tm.id)}/logs` }, "Logs")));
     });
-    return card(`Task Managers (${rows.length})`, table(["ID", "Address", "Last Heartbeat",
-      "Slots", "Free Slots", "CPU Cores", "Memory", "Max Heap", "Spark", "Logs"], rows,
-    { "data-testid": "taskmanagers" }));
+    const registered = card(`Task Managers (${rows.length})`, table(["ID", "Address",
+      "Last Heartbeat", "Slots", "Free Slots", "CPU Cores", "Memory", "Max Heap", "Spark",
+      "Logs"], rows, { "data-testid": "taskmanagers" }));
+    const pending = pendingCard(body.pendingTaskManagers || [], body.heldBack, now);
+    return pending ? h("div", null, registered, pending) : registered;
   },
 };
+
+// TaskManagers an active ResourceManager is starting or stopping (flintlock's
+// pendingTaskManagers), and why it holds more back; nothing when there are none.
+function pendingCard(pending, heldBack, now) {
+  if (!pending.length && !heldBack) return null;
+  const rows = pending.map((p) => h("tr", { dataset: { tmid: p.id, state: p.state } },
+    h("td", { class: "mono small" }, p.id),
+    h("td", null, p.state === "STARTING" ? "starting" : "stopping"),
+    h("td", null, ago(p.since, now)),
+    h("td", { class: "num" }, String(p.slotsNumber)),
+    h("td", { class: "num" }, String(p.cpuCores)),
+    h("td", { class: "num" }, p.taskHeapMemory ? bytes(p.taskHeapMemory * 1048576) : "default")));
+  return card(`Starting and stopping Task Managers (${rows.length})`, h("div", null,
+    heldBack ? h("p", { class: "notice", "data-testid": "held-back" }, heldBack) : null,
+    table(["ID", "State", "Since", "Slots", "CPU Cores", "Task Heap"], rows,
+      { "data-testid": "pending-taskmanagers" })));
+}
