@@ -28,8 +28,8 @@ pytestmark = [pytest.mark.web, pytest.mark.process, pytest.mark.spark, pytest.ma
               pytest.mark.timeout(900)]
 
 #: how long each route is watched after it rendered (the dashboard refreshes every 300 ms here:
-#: two refreshes)
-WATCH_S = 0.6
+#: at least one refresh)
+WATCH_S = 0.4
 #: rows of the job that keeps running through the test (20 ms each: ~30 min)
 RUNNING_ROWS = 90_000
 

@@ -273,15 +273,20 @@ def _build(directory: Path, java_options: str, nice: int) -> int:
     if proc is None:
         print("the Spark JVM's process is unknown: cannot wait for its archive", file=sys.stderr)
         return 1
+    if failure:  # killed: a JVM that exits writes its dump first (~15 s), only to delete it
+        proc.kill()
+        proc.wait(timeout=BUILD_TIMEOUT_S)
+        temporary.unlink(missing_ok=True)
+        print(failure, file=sys.stderr)
+        return 1
     class_path = str(classic._jvm.java.lang.System.getProperty("java.class.path"))
     classic.sparkContext.stop()
     proc.stdin.close()  # the gateway JVM exits on EOF and writes the archive on its way out
     proc.wait(timeout=BUILD_TIMEOUT_S)
-    if failure or (proc.returncode != 0 or not temporary.is_file()
-                   or temporary.stat().st_size < _MIN_ARCHIVE_BYTES):
+    if proc.returncode != 0 or not temporary.is_file() or (
+            temporary.stat().st_size < _MIN_ARCHIVE_BYTES):
         temporary.unlink(missing_ok=True)
-        print(failure or f"the JVM wrote no archive (exit code {proc.returncode})",
-              file=sys.stderr)
+        print(f"the JVM wrote no archive (exit code {proc.returncode})", file=sys.stderr)
         return 1
     problem = _unusable(temporary, class_path, java_options)
     if problem:
