@@ -18,12 +18,12 @@ percentiles leave out what was created in the first ``warmup_s`` seconds.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORMATS", "compare_windows", "measure", "output_files", "rss_growth_mib_per_min",
-           "window_results"]
+__all__ = ["FORMATS", "compare_windows", "measure", "output_files", "persistent_rss",
+           "rss_growth_mib_per_min", "window_results"]
 
 #: output formats ``measure`` reads: Parquet files (``*.parquet``), JSON lines (any other name)
 FORMATS = ("parquet", "json")
@@ -164,6 +164,29 @@ def compare_windows(got: dict[tuple[str, int], tuple[int, float]],
     return {"windows": len(got), "mismatched": mismatched, "extra": extra,
             "missing": len(missing), "missing_not_at_end": early,
             "agree": mismatched == 0 and extra == 0 and early == 0}
+
+
+def persistent_rss(processes: Iterable[Mapping[str, Any]], min_samples: int = 3
+                   ) -> list[tuple[float, int]]:
+    """The summed RSS of the processes that live through a run, per sample time.
+
+    Args:
+        processes: ``[{"rss": [(seconds since start, RSS in bytes)], ...}]``, one per process,
+            sampled at the same times.
+        min_samples: processes seen in fewer samples are left out: a JVM that forks a child to
+            run ``chmod`` or ``jspawnhelper`` shows the child for one sample with its parent's RSS
+            (the pages are shared until the child execs), which says nothing about memory held.
+
+    Returns:
+        ``[(seconds, bytes)]`` in time order.
+    """
+    totals: dict[float, int] = {}
+    for proc in processes:
+        series = proc.get("rss") or []
+        if len(series) >= min_samples:
+            for t, rss in series:
+                totals[t] = totals.get(t, 0) + int(rss)
+    return sorted(totals.items())
 
 
 def rss_growth_mib_per_min(series: Sequence[Sequence[float]], tail: float = 0.5) -> float | None:

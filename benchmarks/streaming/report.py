@@ -161,8 +161,11 @@ def _memory_chart(doc: dict[str, Any]) -> None:
 def _memory_section(memory: dict[str, Any], source: str) -> list[str]:
     lines = ["## Memory over a long run", "",
              f"`python -m benchmarks.streaming --seconds {memory['seconds']:g} --rate "
-             f"{memory['rate']} ...` ({source}); growth is the least-squares slope of the process "
-             "tree's RSS over the run's second half.", "",
+             f"{memory['rate']} ...` ({source}); growth is the least-squares slope over the "
+             "run's second half of the RSS of the processes that live through the run (seen in "
+             "at least three samples), and in brackets of the whole process tree's, which also "
+             "counts the JVM's transient forks (runs before 2026-11-29's fixed-heap run report "
+             "the tree's only).", "",
              "| workload | system | events | latency p50 | latency p99 | peak RSS | "
              "growth, 2nd half |", "|---|---|---:|---:|---:|---:|---:|"]
     for workload, data in workloads(memory).items():
@@ -174,10 +177,13 @@ def _memory_section(memory: dict[str, Any], source: str) -> list[str]:
                          f"{_fmt(s['latency_p50_s'], '.2f', ' s')} | "
                          f"{_fmt(s['latency_p99_s'], '.2f', ' s')} | "
                          f"{s['peak_rss_bytes'] / 2**20:,.0f} MiB | "
-                         f"{_fmt(_growth(s), '+.1f', ' MiB/min')} |")
+                         f"{_fmt(_growth(s), '+.1f', ' MiB/min')}"
+                         + (f" ({_fmt(s['rss_growth_tree_mib_per_min'], '+.1f')})"
+                            if "rss_growth_tree_mib_per_min" in s else "") + " |")
     lines += ["", "The process tree's RSS also counts transient forks of the JVM (a fork counts "
-                  "its parent's pages again while it lives), which inflates the peaks; the chart "
-                  "shows the processes seen in at least three samples."]
+                  "its parent's pages again until it execs `chmod` or `jspawnhelper`), which "
+                  "inflates the peaks; the chart shows the processes seen in at least three "
+                  "samples."]
     return lines + ["", "![RSS of every process over the long run]"
                         "(images/bench-streaming-memory.png)", ""]
 

@@ -26,6 +26,7 @@ from benchmarks.streaming.measure import (
     compare_windows,
     measure,
     output_files,
+    persistent_rss,
     rss_growth_mib_per_min,
     window_results,
 )
@@ -205,6 +206,18 @@ def test_rss_growth_is_the_slope_over_the_second_half() -> None:
     assert rss_growth_mib_per_min([(t, 500 * mib) for t in range(20)]) == 0.0
     assert rss_growth_mib_per_min([(0, mib), (1, 2 * mib)]) is None
     assert rss_growth_mib_per_min([]) is None
+
+
+def test_the_growth_leaves_out_processes_seen_in_fewer_than_three_samples() -> None:
+    mib = 2**20
+    jvm = {"rss": [(float(t), 1000 * mib) for t in range(60)]}  # flat
+    worker = {"rss": [(float(t), (200 + t // 30) * mib) for t in range(60)]}  # +1 MiB at 30 s
+    fork = {"rss": [(50.0, 1000 * mib)]}  # a forked JVM seen once, late in the run
+    series = persistent_rss([jvm, worker, fork])
+    assert series[0] == (0.0, 1200 * mib) and series[-1] == (59.0, 1201 * mib)
+    assert len(series) == 60 and dict(series)[50.0] == 1201 * mib  # the fork is not added
+    assert rss_growth_mib_per_min(series) == pytest.approx(0.0, abs=0.5)
+    assert persistent_rss([fork]) == [] and persistent_rss([]) == []
 
 
 def _run(thr: int, p50: float, peak_mib: int, **extra: object) -> dict:

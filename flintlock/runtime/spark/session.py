@@ -43,6 +43,7 @@ from flintlock.runtime.spark.priority import call_niced, new_session_gateway
 __all__ = [
     "DEFAULT_GC",
     "collector_flag",
+    "driver_memory",
     "embedded_java_options",
     "SparkSessionProvider",
     "cancel_jobs_with_connect_tag",
@@ -164,16 +165,33 @@ def collector_flag(options: str) -> str:
     return flags[-1] if flags else DEFAULT_GC
 
 
-def embedded_java_options(extra: str) -> str:
+def embedded_java_options(extra: str, heap: str | None = None) -> str:
     """The embedded server's driver JVM options: ``extra`` (the user's
     ``spark.driver.extraJavaOptions``) plus ``DEFAULT_GC`` when ``extra`` selects no collector and
-    flintlock's log4j2 configuration when it names none."""
+    flintlock's log4j2 configuration when it names none.
+
+    With ``heap`` (the ``-Xmx`` that spark-submit gives the server: ``spark.driver.memory``
+    as written, e.g. ``"1g"``) the heap is fixed at that size, ``-Xms`` = ``-Xmx``, unless ``extra``
+    sets ``-Xms``: Flink's rule for TaskManager JVMs (``ProcessMemoryUtils``). A growing heap
+    commits and touches memory for minutes: a streaming job's server grew ~18 MiB/min of RSS over
+    the second half of a 10-minute run, against ~1.8 MiB/min with a fixed heap (the JIT's code
+    cache; docs/design.md, "Streaming memory over ten minutes")."""
     options = extra.strip()
     if not _GC_FLAG.search(options):
         options = f"{DEFAULT_GC} {options}".strip()
+    if heap and not re.search(r"(^|\s)-Xms", options):
+        options = f"-Xms{heap} {options}"
     if "log4j2.configurationFile" not in options:
         options = f"{options} {_log4j_options()}"
     return options
+
+
+def driver_memory(settings: dict[str, str]) -> str:
+    """The ``-Xmx`` spark-submit gives a server started with ``settings``: ``spark.driver.memory``,
+    else ``$SPARK_DRIVER_MEMORY`` or ``$SPARK_MEM``, else Spark's default ``1g``
+    (``SparkSubmitCommandBuilder``, which passes the string to ``-Xmx`` as written)."""
+    return (settings.get("spark.driver.memory") or os.environ.get("SPARK_DRIVER_MEMORY")
+            or os.environ.get("SPARK_MEM") or "1g")
 
 
 def _start_local_server(master: str, settings: dict[str, str], nice: int = 0) -> int:
@@ -194,7 +212,7 @@ def _start_local_server(master: str, settings: dict[str, str], nice: int = 0) ->
         opts["spark.connect.grpc.binding.port"] = "0"
         opts["spark.connect.grpc.binding.address"] = "127.0.0.1"
         opts["spark.driver.extraJavaOptions"] = embedded_java_options(
-            opts.get("spark.driver.extraJavaOptions", ""))
+            opts.get("spark.driver.extraJavaOptions", ""), driver_memory(opts))
         os.environ["SPARK_LOCAL_REMOTE"] = "1"
         with new_session_gateway(nice):
             call_niced(nice, lambda: ConnectSession._start_connect_server(master, opts))
