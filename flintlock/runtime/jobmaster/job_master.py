@@ -8,7 +8,8 @@ Start-up (``on_start``): build the ExecutionGraph, then in a worker thread ``sin
 for every sink and ``source.enumerate_splits(parallelism)`` for every source vertex, register at the
 ResourceManager, and start scheduling (job CREATED -> RUNNING). At the end: partitions released,
 slots freed, ``disconnect_job_manager`` at the RM and the TaskExecutors, then
-``on_terminal(archived_graph, job_result)``.
+``on_terminal(archived_graph, job_result)``. The ResourceManager connection and the heartbeats
+live in ``connections`` (a mixin), the checkpoint RPCs in ``checkpoint_rpcs``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from flintlock.config import options
@@ -49,12 +50,9 @@ from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
 from flintlock.runtime.jobmaster.batch_recovery import BatchJobEvents, RecordedBatchJob
 from flintlock.runtime.jobmaster.checkpoint_rpcs import JobMasterCheckpointRpcs
 from flintlock.runtime.jobmaster.checkpointing import CheckpointCoordinatorShell
+from flintlock.runtime.jobmaster.connections import JobMasterConnections, TaskManagerConnection
 from flintlock.runtime.metrics.live_task_metrics import LiveTaskMetrics
-from flintlock.runtime.resourcemanager.gateway import (
-    RegistrationResponse,
-    ResourceManagerGateway,
-    ResourceRequirements,
-)
+from flintlock.runtime.resourcemanager.gateway import RegistrationResponse, ResourceManagerGateway
 from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID, FencedRpcEndpoint
 from flintlock.runtime.rpc.messages import ACK, Acknowledge
 from flintlock.runtime.rpc.service import RpcService
@@ -108,16 +106,7 @@ _Prepared = tuple[dict[JobVertexID, list[list[Any]]], CompletedCheckpoint | None
 
 OnTerminal = Callable[[ArchivedExecutionGraph, JobResult], None]
 
-_RM_RETRY_S = 1.0
-
-
-@dataclass
-class _TaskManagerConnection:
-    address: str
-    last_heartbeat: float
-
-
-class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
+class JobMaster(JobMasterConnections, JobMasterCheckpointRpcs, FencedRpcEndpoint):
     """Runs one job; implements ``JobMasterGateway``.
 
     Args:
@@ -176,7 +165,7 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
         #: set once the job is globally terminal
         self.job_result: JobResult | None = None
         self._archived_without_graph: ArchivedExecutionGraph | None = None
-        self._task_managers: dict[ResourceID, _TaskManagerConnection] = {}
+        self._task_managers: dict[ResourceID, TaskManagerConnection] = {}
         self._te_gateways: dict[str, TaskExecutorGateway] = {}
         self._rm: ResourceManagerGateway | None = None
         self._rm_connecting = False
@@ -500,102 +489,6 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
             except Exception:
                 log.exception("job %s: on_terminal callback failed", self.job_id)
 
-    # ---- ResourceManager connection -----------------------------------------------------------
-
-    def _connect_to_resource_manager(self) -> None:
-        if self._rm_connecting or self.job_result is not None:
-            return
-        self._rm_connecting = True
-
-        async def register() -> tuple[ResourceManagerGateway, RegistrationResponse]:
-            gateway = await self.rpc_service.connect(
-                self.resource_manager_address, ResourceManagerGateway,  # type: ignore[type-abstract]
-                fencing_token=self.fencing_token)
-            response = await gateway.register_job_master(self.job_id, self.address, self.resource_id)
-            return gateway, response
-
-        self.run_async(register(), self._on_rm_registered)
-
-    def _on_rm_registered(self, result: Any, error: BaseException | None) -> None:
-        self._rm_connecting = False
-        if self.job_result is not None:
-            return
-        if error is not None or not result[1].success:
-            reason = error if error is not None else result[1].reason
-            log.warning("job %s: registration at the ResourceManager failed (%s); retrying", self.job_id, reason)
-            self.schedule(_RM_RETRY_S, self._connect_to_resource_manager)
-            return
-        self._rm = result[0]
-        self._rm_last_heartbeat = None
-        self._declared_slots = None
-        log.info("job %s: registered at the ResourceManager %s", self.job_id, self.resource_manager_address)
-        if self._wanted_slots is not None:
-            self._declare(self._wanted_slots)
-
-    def _declare(self, resources: tuple[tuple[Any, int], ...]) -> None:
-        """Send the latest requirement; declarations are sent one at a time, latest wins."""
-        self._wanted_slots = resources
-        if self._rm is None or self._declaring or self._declared_slots == resources:
-            return
-        self._declaring = True
-        rm = self._rm
-
-        def done(_: Any, error: BaseException | None) -> None:
-            self._declaring = False
-            if error is not None:
-                log.warning("job %s: declaring %d slot(s) failed: %s", self.job_id,
-                            sum(n for _, n in resources), error)
-                return
-            self._declared_slots = resources
-            if self._wanted_slots is not None and self._wanted_slots != resources and self.job_result is None:
-                self._declare(self._wanted_slots)
-
-        self._send(
-            rm.declare_required_resources(ResourceRequirements(self.job_id, self.address, resources=resources)),
-            done,
-        )
-
-    # ---- heartbeats ----------------------------------------------------------------------------
-
-    def _heartbeat_tick(self) -> None:
-        if self.job_result is not None:
-            return
-        now = self.clock.monotonic()
-        for resource_id, connection in list(self._task_managers.items()):
-            if now - connection.last_heartbeat > self._heartbeat_timeout:
-                self._task_manager_lost(resource_id, f"heartbeat of TaskManager with id {resource_id} "
-                                        f"timed out (heartbeat.timeout={self._heartbeat_timeout:g}s)")
-                continue
-            self._send(
-                self._call_te(connection.address, "heartbeat_from_job_manager", self.resource_id, self.job_id),
-                functools.partial(self._heartbeat_rpc_done, resource_id, connection),
-            )
-        if (
-            self._rm is not None
-            and self._rm_last_heartbeat is not None
-            and now - self._rm_last_heartbeat > self._heartbeat_timeout
-        ):
-            log.warning("job %s: heartbeat of the ResourceManager timed out; reconnecting", self.job_id)
-            self._rm = None
-            self._connect_to_resource_manager()
-        self.schedule(self._heartbeat_interval, self._heartbeat_tick)
-
-    def _heartbeat_rpc_done(self, resource_id: ResourceID, connection: _TaskManagerConnection,
-                            _: Any, error: BaseException | None) -> None:
-        if error is not None:
-            log.debug("job %s: heartbeat to TaskManager %s failed: %s", self.job_id, resource_id, error)
-        if self._unreachable.rpc_done(resource_id, error) and \
-                self._task_managers.get(resource_id) is connection and self.job_result is None:
-            self._task_manager_lost(resource_id, f"TaskManager with id {resource_id} is unreachable: "
-                                    f"{self._unreachable.threshold} heartbeat RPCs in a row failed "
-                                    f"({error}; heartbeat.rpc-failure-threshold)")
-
-    def _task_manager_lost(self, resource_id: ResourceID, cause: str) -> None:
-        log.warning("job %s: %s", self.job_id, cause)
-        del self._task_managers[resource_id]
-        self._unreachable.forget(resource_id)
-        self._handle(TaskManagerLost(resource_id, cause))
-
     # ---- JobMasterGateway ----------------------------------------------------------------------
 
     async def update_task_execution_state(self, state: TaskExecutionState) -> Acknowledge:
@@ -616,7 +509,7 @@ class JobMaster(JobMasterCheckpointRpcs, FencedRpcEndpoint):
         connection = self._task_managers.get(resource_id)
         now = self.clock.monotonic()
         if connection is None or connection.address != task_executor_address:
-            self._task_managers[resource_id] = _TaskManagerConnection(task_executor_address, now)
+            self._task_managers[resource_id] = TaskManagerConnection(task_executor_address, now)
             log.info("job %s: TaskManager %s registered (%s)", self.job_id, resource_id, task_executor_address)
         else:
             connection.last_heartbeat = now
