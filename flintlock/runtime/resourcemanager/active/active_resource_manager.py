@@ -254,8 +254,7 @@ class ActiveResourceManager(ResourceManager):
                 w.spec.cpu_cores, w.spec.task_heap_memory, w.spec.managed_memory)
             for w in self.workers.workers() if w.state in _PENDING_STATE)
         return dataclasses.replace(
-            overview, number_of_pending_task_managers=len(
-                self.workers.workers(WorkerState.REQUESTED)),
+            overview, number_of_pending_task_managers=sum(p.state == "STARTING" for p in pending),
             pending_task_managers=pending, held_back=self.workers.held_back)
 
     def debug_state(self) -> dict[str, Any]:
