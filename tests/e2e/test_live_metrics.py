@@ -143,7 +143,10 @@ def test_a_running_batch_subtask_reports_what_its_spark_jobs_read_so_far(
                 seen["vertex"] = await get(f"/jobs/{job.job_id}/vertices/{vertex.id}")
                 seen["metric"] = await get(f"/jobs/{job.job_id}/vertices/{vertex.id}/metrics"
                                            "?get=0.numRecordsIn,0.numRecordsInPerSecond")
-                (subtask,) = seen["vertex"]["subtasks"]
+                subtasks = seen["vertex"]["subtasks"]  # none while the JobMaster starts
+                if len(subtasks) != 1:
+                    return False
+                (subtask,) = subtasks
                 io = subtask["metrics"]
                 return (subtask["status"] == "RUNNING" and io["read-records-complete"]
                         and 0 < io["read-records"] < ROWS and 0 < io["write-records"] < ROWS)

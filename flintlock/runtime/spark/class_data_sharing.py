@@ -12,8 +12,10 @@ What it needs and what it does:
 
 - The archive belongs to one JVM build, one classpath and one garbage collector. Its file name
   carries a key (``archive_key``) over the ``java`` executable, pyspark's version and the jars in
-  its ``jars/`` directory, and the collector flag of the server's options; a JVM handed an archive
-  that does not match it anyway ignores it (``-Xshare:auto``, the default) and starts as before.
+  its ``jars/`` directory (name, size and modification time: the JVM refuses an archive when a jar
+  on its classpath has another size or time, so a reinstalled pyspark needs a new archive), and
+  the collector flag of the server's options; a JVM handed an archive that does not match it
+  anyway ignores it (``-Xshare:auto``, the default) and starts as before.
 - ``archive_options`` gives ``-XX:SharedArchiveFile=<path>`` when the archive exists; the
   embedded server (``session.SparkSessionProvider``) adds it to the driver's JVM options.
 - ``ensure`` builds a missing archive in a child process (``python -m
@@ -83,18 +85,20 @@ def _java_executable() -> str | None:
     return os.path.realpath(candidate) if candidate and os.path.exists(candidate) else None
 
 
-def _spark_jars() -> tuple[str, list[tuple[str, int]]]:
+def _spark_jars() -> tuple[str, list[tuple[str, int, int]]]:
     import pyspark
 
     jars = Path(pyspark.__file__).parent / "jars"
-    listing = sorted((p.name, p.stat().st_size) for p in jars.glob("*.jar")) if jars.is_dir() else []
+    listing = sorted((p.name, p.stat().st_size, int(p.stat().st_mtime))
+                     for p in jars.glob("*.jar")) if jars.is_dir() else []
     return str(pyspark.__version__), listing
 
 
 def archive_key(java: str, java_identity: tuple[int, float], spark_version: str,
-                jars: list[tuple[str, int]], collector: str) -> str:
+                jars: list[tuple[str, int, int]], collector: str) -> str:
     """The key of an archive: 16 hex digits over the JVM (executable path, size and mtime), the
-    Spark build (version, jar names and sizes) and the collector flag. Pure."""
+    Spark build (version; jar names, sizes in bytes and modification times in s, which the JVM
+    checks when it maps the archive) and the collector flag. Pure."""
     material = json.dumps([java, list(java_identity), spark_version, jars, collector])
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 

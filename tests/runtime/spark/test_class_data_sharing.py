@@ -19,7 +19,8 @@ import pytest
 from flintlock.runtime.spark import class_data_sharing as cds
 from flintlock.runtime.spark.session import DEFAULT_GC
 
-_JARS = [("spark-core_2.13-4.3.0.jar", 100), ("spark-sql_2.13-4.3.0.jar", 200)]
+_JARS = [("spark-core_2.13-4.3.0.jar", 100, 1700000000),
+         ("spark-sql_2.13-4.3.0.jar", 200, 1700000000)]
 
 
 def _key(**changes: object) -> str:
@@ -37,11 +38,12 @@ def test_the_key_is_stable_and_changes_with_the_jvm_the_jars_and_the_collector()
         _key(java="/opt/jdk-21/bin/java"),
         _key(java_identity=(1000, 2.5)),                  # the JVM was upgraded in place
         _key(spark_version="4.3.1"),
-        _key(jars=[*_JARS, ("extra.jar", 5)]),
-        _key(jars=[(_JARS[0][0], 101), _JARS[1]]),         # a jar was replaced
+        _key(jars=[*_JARS, ("extra.jar", 5, 1700000000)]),
+        _key(jars=[(_JARS[0][0], 101, _JARS[0][2]), _JARS[1]]),  # a jar was replaced
+        _key(jars=[(_JARS[0][0], _JARS[0][1], 1700000001), _JARS[1]]),  # ... by a reinstall
         _key(collector="-XX:+UseG1GC"),
     }
-    assert _key() not in others and len(others) == 6
+    assert _key() not in others and len(others) == 7
 
 
 @pytest.mark.parametrize(("options", "collector"), [
