@@ -40,7 +40,7 @@ from flintlock.runtime.operators.specs import OutputSpec
 from flintlock.runtime.shuffle.layout import filesystem_and_path, subpartition_uri
 from flintlock.runtime.shuffle.pipelined import ARROW, ARROW_SUFFIX
 from flintlock.runtime.spark.partitions import subpartition_column
-from flintlock.runtime.spark.schema import struct_to_ddl
+from flintlock.runtime.spark.schema import parse_ddl, struct_to_ddl, to_arrow
 
 __all__ = ["arrow_ddl", "read_arrow_segments", "split_by_route", "write_arrow_file",
            "write_arrow_segment"]
@@ -108,7 +108,7 @@ def write_arrow_segment(df: Any, rpdd: ResultPartitionDeploymentDescriptor, outp
     if n > 1:
         df = df.select(F.col("*"), subpartition_column(rpdd, output, attempt_id.subtask_index)
                        .alias(_ROUTE))
-    table = df.toArrow()
+    table = to_arrow(df)
     parts = split_by_route(table, _ROUTE, n)
     fs, root = filesystem_and_path(uri)
     fs.create_dir(root, recursive=True)  # present even when every subpartition is empty
@@ -148,4 +148,4 @@ def read_arrow_segments(spark: Any, paths: Sequence[str], schema: str) -> Any:
         with fs.open_input_file(path) as fh:
             tables.append(pa.ipc.open_file(fh).read_all())
     table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
-    return spark.createDataFrame(table, schema=schema)
+    return spark.createDataFrame(table, schema=parse_ddl(spark, schema))  # parsed once per process

@@ -8,6 +8,7 @@ Sinks return ``(committable, accumulators, records_out)``.
 from __future__ import annotations
 
 import io
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,6 +21,8 @@ from flintlock.connectors.file import FileSink, FileSource, FileSplit
 from flintlock.connectors.sinks import CollectSink, PrintSink
 from flintlock.connectors.socket import SocketLines, SocketTextSource
 from flintlock.runtime.spark.epoch_sources import GeneratorRange
+from flintlock.runtime.spark.parquet_schema import spark_schema
+from flintlock.runtime.spark.schema import to_arrow
 
 __all__ = ["SourceRead", "read_source", "write_sink"]
 
@@ -121,17 +124,40 @@ def _generate(spark: Any, source: DataGeneratorSource, ranges: list[GeneratorRan
     return SourceRead(mapped, sum(r.end - r.start for r in ranges))
 
 
-def _parquet_rows(paths: Sequence[str]) -> int:
+def _parquet_footers(paths: Sequence[str]) -> list[Any]:
+    """The footers (``pyarrow.parquet.FileMetaData``) of the Parquet files ``paths``."""
     import pyarrow.parquet as pq
 
     from flintlock.runtime.shuffle.layout import filesystem_and_path
 
-    total = 0
+    footers = []
     for p in paths:
         fs, path = filesystem_and_path(p)
         with fs.open_input_file(path) as fh:
-            total += pq.read_metadata(fh).num_rows
-    return total
+            footers.append(pq.read_metadata(fh))
+    return footers
+
+
+#: whether a Spark session merges Parquet schemas (``spark.sql.parquet.mergeSchema``), per session
+_MERGES_SCHEMAS: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def _merges_schemas(spark: Any, options: dict[str, Any]) -> bool:
+    """Whether reading Parquet with ``options`` in ``spark`` merges the files' schemas (the
+    source's ``mergeSchema`` option, else the session's setting: one RPC per session)."""
+    for key, value in options.items():
+        if key.lower() == "mergeschema":
+            return str(value).lower() == "true"
+    try:
+        return _MERGES_SCHEMAS[spark]
+    except (KeyError, TypeError):
+        pass
+    merges = str(spark.conf.get("spark.sql.parquet.mergeSchema", "false")).lower() == "true"
+    try:
+        _MERGES_SCHEMAS[spark] = merges
+    except TypeError:  # not weakly referenceable: asked again next time
+        pass
+    return merges
 
 
 def _read_files(spark: Any, source: FileSource, splits: list[FileSplit]) -> SourceRead:
@@ -147,9 +173,15 @@ def _read_files(spark: Any, source: FileSource, splits: list[FileSplit]) -> Sour
     records = 0
     if source.format == "parquet":
         try:
-            records = _parquet_rows(paths)
+            footers = _parquet_footers(paths)
         except OSError as exc:
             raise SourceException(f"{source.describe()}: cannot read {paths[0]!r}: {exc}") from exc
+        records = sum(f.num_rows for f in footers)
+        if not source.schema and not _merges_schemas(spark, source.options):
+            # the schema Spark would infer from the first file, without its inference job
+            inferred = spark_schema(footers[0])
+            if inferred is not None:
+                reader = reader.schema(inferred)
     return SourceRead(reader.load(paths), records, sum(s.size for s in splits))
 
 
@@ -188,13 +220,13 @@ def write_sink(
             rows = 0
         return target, {}, rows
     if isinstance(sink, PrintSink):
-        table = run(df.toArrow)
+        table = run(lambda: to_arrow(df))
         prefix = sink.line_prefix(subtask_index, parallelism)
         for row in _arrow_rows(table):
             print_fn(f"{prefix}{row!r}")
         return None, {}, table.num_rows
     if isinstance(sink, CollectSink):
-        table = run(df.toArrow)
+        table = run(lambda: to_arrow(df))
         buf = io.BytesIO()
         with pa.ipc.new_stream(buf, table.schema) as writer:
             writer.write_table(table)

@@ -156,25 +156,30 @@ def write_partition(
     )
 
 
+def _literal_pattern(name: str) -> str:
+    """``name`` as a Java regular expression that matches it literally (ASCII punctuation and
+    spaces escaped; a backslash before a letter or digit would be a class or an error)."""
+    return "".join("\\" + ch if ord(ch) < 128 and not (ch.isalnum() or ch == "_") else ch
+                   for ch in name)
+
+
 def consumed_only(df: Any, columns: tuple[str, ...] | None) -> Any:
     """``df`` projected to those of its columns its consumer reads (``OutputSpec.columns``,
-    lower-case names; ``graph.column_pruning``), or ``df`` itself when nothing would be dropped,
-    when ``columns`` is None, or when ``df`` has duplicate column names (a projection by name
-    would be ambiguous). Keeps one column when the consumer reads none (it still counts rows).
-    One analysis round trip (``df.columns``) when ``columns`` is set."""
+    lower-case names; ``graph.column_pruning``), in ``df``'s column order, or ``df`` itself
+    when ``columns`` is None. Keeps one column when the consumer reads none (it still counts
+    rows; one analysis round trip). Otherwise no round trip: the projection is one
+    case-insensitive regular expression over the names (Spark's ``colRegex``), which Spark
+    expands against the plan's output where the write is analysed anyway; duplicate names
+    are kept as they are."""
     if columns is None:
         return df
     from pyspark.sql import functions as F
 
-    names = list(df.columns)
-    lowered = [n.lower() for n in names]
-    if len(set(lowered)) != len(lowered):
-        return df
-    wanted = set(columns)
-    kept = [n for n, low in zip(names, lowered, strict=True) if low in wanted] or names[:1]
-    if len(kept) == len(names):
-        return df
-    return df.select(*[F.col("`" + n.replace("`", "``") + "`") for n in kept])
+    if not columns:
+        names = list(df.columns)
+        return df.select(F.col("`" + names[0].replace("`", "``") + "`")) if len(names) > 1 else df
+    pattern = "(?iu)(" + "|".join(_literal_pattern(c) for c in sorted(columns)) + ")"
+    return df.select(df.colRegex("`" + pattern.replace("`", "``") + "`"))
 
 
 @dataclass(frozen=True)

@@ -155,13 +155,18 @@ def test_a_producer_writes_only_the_columns_its_consumer_reads(job, tmp_path, th
 
 
 @pytest.mark.spark
-def test_consumed_only_keeps_what_is_read_and_leaves_ambiguous_frames_alone(spark_provider):
+def test_consumed_only_keeps_what_is_read_in_the_frames_order(spark_provider):
     spark = spark_provider.get()
-    df = spark.createDataFrame([(1, "a", 2.0)], "K bigint, `a b` string, c double")
+    df = spark.createDataFrame([(1, "a", 2.0, 3)],
+                               "K bigint, `a b` string, c double, `x.(y)|z` int")
     assert consumed_only(df, None) is df
-    assert consumed_only(df, ("k", "a b", "c", "other")) is df  # nothing to drop
+    assert consumed_only(df, ("c", "other", "k", "a b")).columns == ["K", "a b", "c"]
     assert consumed_only(df, ("a b", "zz")).columns == ["a b"]
     assert consumed_only(df, ("k",)).columns == ["K"]            # Spark resolves without case
+    assert consumed_only(df, ("x.(y)|z",)).columns == ["x.(y)|z"]  # regex characters literally
+    assert consumed_only(df, ("x",)).columns == []               # whole names only
     assert consumed_only(df, ()).columns == ["K"]                 # rows still count
+    assert consumed_only(df, ("c", "k")).collect()[0].asDict() == {"K": 1, "c": 2.0}
     dup = df.crossJoin(spark.createDataFrame([(3,)], "k bigint"))
-    assert consumed_only(dup, ("c",)) is dup                      # k and K: by name is ambiguous
+    assert consumed_only(dup, ("c",)).columns == ["c"]
+    assert consumed_only(dup, ("k", "c")).columns == ["K", "c", "k"]
