@@ -85,9 +85,12 @@ def cli() -> None:
 @click.option("--cores", type=click.IntRange(min=1), default=None,
               help="Spark local[N] of plain PySpark, or the worker's cores with --spark-remote "
                    "standalone [default: all cores].")
-@click.option("--task-managers", type=click.IntRange(min=1), default=2, show_default=True)
-@click.option("--slots", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Slots per TaskManager of the session cluster.")
+@click.option("--task-managers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="TaskManagers of the session cluster (one per host, as Flink deploys them: "
+                   "each has its own Spark server, and two on one host split its cores).")
+@click.option("--slots", type=click.IntRange(min=1), default=None,
+              help="Slots per TaskManager of the session cluster [default: cores / "
+                   "TaskManagers, at least 1].")
 @click.option("--timeout", type=float, default=600.0, show_default=True,
               help="Seconds one run may take.")
 @click.option("--latency-runs", type=click.IntRange(min=1), default=10, show_default=True)
@@ -115,7 +118,7 @@ def cli() -> None:
 @click.option("--docs", default=None, help="Markdown file to write [default: docs/benchmarks.md].")
 def run(sf: float, runs: int, warmups: int, systems: str, workloads: str, data_root: str,
         text_copies: int, parallelism: int | None, cores: int | None, task_managers: int,
-        slots: int, timeout: float, latency_runs: int, control_plane_sizes: str,
+        slots: int | None, timeout: float, latency_runs: int, control_plane_sizes: str,
         control_plane_runs: int, control_plane_timeout: float,
         control_plane_budget: float, flintlock_conf: tuple[str, ...], spark_remote: str | None,
         keep_going: bool, require_pyflink: bool, out_dir: str, no_report: bool,
@@ -129,7 +132,7 @@ def run(sf: float, runs: int, warmups: int, systems: str, workloads: str, data_r
         workloads=_names(workloads, (*WORKLOADS, *EXTRA_WORKLOADS), "workloads",
                          {"tpch": TPCH}),
         parallelism=parallelism or n, cores=cores or n, task_managers=task_managers,
-        slots_per_task_manager=slots, text_copies=text_copies, timeout_s=timeout,
+        slots_per_task_manager=slots or max(1, n // task_managers), text_copies=text_copies, timeout_s=timeout,
         latency_runs=latency_runs, control_plane_sizes=_sizes(control_plane_sizes),
         control_plane_runs=control_plane_runs, control_plane_timeout_s=control_plane_timeout,
         control_plane_budget_s=control_plane_budget,

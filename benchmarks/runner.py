@@ -59,8 +59,8 @@ class Settings:
     workloads: list[str] = field(default_factory=lambda: [*WORKLOADS, *EXTRA_WORKLOADS])
     parallelism: int = 2
     cores: int = 2
-    task_managers: int = 2
-    slots_per_task_manager: int = 1
+    task_managers: int = 1
+    slots_per_task_manager: int = 2
     text_copies: int = 38
     timeout_s: float = 600.0
     latency_runs: int = 10
