@@ -91,6 +91,7 @@ class _HeaderTimeoutProtocol(H11Protocol):
         self._head_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        _no_delay(transport)
         super().connection_made(transport)
         self._update_head_timer(waiting=True)
 
@@ -128,6 +129,22 @@ class _HeaderTimeoutProtocol(H11Protocol):
             log.debug("closing a REST connection from %s: no complete request head within %s s",
                       self.client, self._header_timeout_s)
             self.transport.close()
+
+
+def _no_delay(transport: asyncio.BaseTransport) -> None:
+    """Turn Nagle's algorithm off on an accepted connection (``TCP_NODELAY``).
+
+    asyncio sets it on TCP transports only when the socket's ``proto`` is ``IPPROTO_TCP``, and a
+    socket accepted from ``socket.create_server`` has proto 0. uvicorn writes a response's head
+    and body separately, so with Nagle on, every response after the first on a kept-alive
+    connection waited for the client's delayed ACK: 44 ms per request (measured here), where
+    the first one took 2 ms.
+    """
+    sock = transport.get_extra_info("socket")
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 class _EmbeddedServer(uvicorn.Server):

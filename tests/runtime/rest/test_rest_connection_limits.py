@@ -128,6 +128,26 @@ def test_kept_alive_connections_and_slow_bodies_are_not_cut_by_the_header_timeou
     _serve(test, header_timeout_s=HEADER_TIMEOUT_S, idle_timeout_s=30.0)
 
 
+def test_accepted_connections_send_without_nagles_delay():
+    """Every accepted connection has TCP_NODELAY: uvicorn writes a response's head and body
+    apart, and with Nagle's algorithm on, each response after the first on a kept-alive
+    connection waited ~40 ms for the client's delayed ACK."""
+    import socket
+
+    async def test(server: RestServer) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert b'{"pong":"yes"}' in await asyncio.wait_for(reader.readuntil(b"}"), MARGIN_S)
+        uvicorn_server = server._server
+        assert uvicorn_server is not None
+        (connection,) = uvicorn_server.server_state.connections
+        sock = connection.transport.get_extra_info("socket")
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        writer.close()
+
+    _serve(test)
+
+
 def test_requests_beyond_max_connections_get_503():
     gate = asyncio.Event()
     entered: list[int] = []
