@@ -110,8 +110,9 @@ def to_arrow(df: Any) -> Any:
 
     Spark Connect's ``toArrow`` first asks the server for the schema (an AnalyzePlan request,
     25-70 ms measured here for a subtask's plan) to type the table, although the execute response
-    carries the same schema. This types the table from the response, as ``toArrow`` would, and
-    is ``toArrow`` itself where the response has none or the DataFrame is not a Connect one.
+    carries the same schema. This types the table from the response, as ``toArrow`` would; it
+    asks for the schema only when the response has none, and is ``toArrow`` itself for a
+    DataFrame that is not a Connect one.
 
     Returns:
         A ``pyarrow.Table`` typed as ``toArrow`` types it (timestamps in UTC).
