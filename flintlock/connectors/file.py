@@ -154,7 +154,7 @@ class FileSource:
                 return self._glob(fs, path, prefix)
             info = fs.get_file_info(path)
             if info.type == pafs.FileType.NotFound:
-                raise SourceException(f"{self.describe()}: path {self.path!r} does not exist")
+                raise self._missing()
             if info.type == pafs.FileType.File:
                 return [FileSplit(prefix + info.path, info.size or 0)]
             return self._walk(fs, path, prefix)
@@ -162,6 +162,16 @@ class FileSource:
             raise
         except (OSError, ValueError) as exc:
             raise SourceException(f"{self.describe()}: cannot list {self.path!r}: {exc}") from exc
+
+    def _missing(self) -> SourceException:
+        """The error for a path that does not exist; a relative local path names the working
+        directory it was resolved against (that of the process listing it: the client, or the
+        JobManager of a cluster)."""
+        where = ""
+        if "://" not in self.path and not os.path.isabs(os.path.expanduser(self.path)):
+            where = (f" (a relative path, resolved against {os.getcwd()!r}, the working "
+                     "directory of this process; on a cluster, give an absolute path)")
+        return SourceException(f"{self.describe()}: path {self.path!r} does not exist{where}")
 
     def _walk(self, fs: pafs.FileSystem, root: str, prefix: str) -> list[FileSplit]:
         out = []
@@ -177,7 +187,7 @@ class FileSource:
         first = next(i for i, p in enumerate(parts) if any(c in _GLOB_CHARS for c in p))
         base = "/".join(parts[:first]) or "/"
         if fs.get_file_info(base).type == pafs.FileType.NotFound:
-            raise SourceException(f"{self.describe()}: path {self.path!r} does not exist")
+            raise self._missing()
         out = []
         depth = len(parts)
         for info in fs.get_file_info(pafs.FileSelector(base, recursive=True)):

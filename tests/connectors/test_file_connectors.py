@@ -73,8 +73,19 @@ def test_parallelism_inferred_from_the_files_bytes(tmp_path):
     assert source.infer_parallelism(8, 10_000) == 1
     monitored = FileSource.csv(str(tmp_path)).monitor_continuously(1000)
     assert monitored.infer_parallelism(3, 1) == 3
-    with pytest.raises(SourceException, match="does not exist"):
+    with pytest.raises(SourceException, match="does not exist") as absolute:
         FileSource.csv(str(tmp_path / "missing")).infer_parallelism(2, 1)
+    assert "relative path" not in str(absolute.value)
+
+
+def test_a_missing_relative_path_names_the_directory_it_was_resolved_against(tmp_path,
+                                                                            monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SourceException, match="does not exist") as missing:
+        FileSource.parquet("data/tpch/part").list_files()
+    assert f"resolved against {str(tmp_path)!r}" in str(missing.value)
+    with pytest.raises(SourceException, match="relative path"):
+        FileSource.parquet("data/*/part").list_files()  # a glob whose base is missing
 
 
 def test_the_splits_reuse_the_listing_the_inference_made(tmp_path, monkeypatch):
