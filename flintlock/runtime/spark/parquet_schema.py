@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["SPARK_METADATA_KEY", "spark_schema"]
+__all__ = ["SPARK_METADATA_KEY", "column_type", "spark_schema"]
 
 #: the footer key under which Spark stores the schema of the files it writes
 SPARK_METADATA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
