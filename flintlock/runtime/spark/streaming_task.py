@@ -80,6 +80,7 @@ from flintlock.runtime.spark.epoch_sources import (
     estimated_bytes,
 )
 from flintlock.runtime.spark.partitions import GateRead, write_partition
+from flintlock.runtime.spark.schema import to_arrow
 from flintlock.runtime.spark.stream_task import SparkStreamTask, job_setting
 from flintlock.runtime.spark.task_checkpoints import TaskCheckpoints
 from flintlock.runtime.spark.timed_operators import TimedOperators
@@ -436,7 +437,7 @@ class SparkStreamingTask(SparkStreamTask):
         for sink_index, node_index, sink in tc.sinks:
             df = tc.frames[node_index]
             if isinstance(sink, CollectSink):
-                table = self._run(df.toArrow)
+                table = self._run(lambda df=df: to_arrow(df))  # no schema round trip
                 self.stats.records_out += table.num_rows
                 writer = self._collect_writers.get(sink.uid)
                 if writer is None:  # no collect coordinator (a test harness): an accumulator
