@@ -99,12 +99,22 @@ _OPAQUE = frozenset({"SQLExpression", "UnresolvedStar", "UnresolvedRegex", "Pyth
                      "CommonInlineUserDefinedFunction"})
 
 
+def _counts_rows(expr: Any) -> bool:
+    """``count(*)``: a non-distinct count whose one argument is an unqualified star."""
+    args = getattr(expr, "_args", None) or ()
+    return (getattr(expr, "_name", None) == "count" and not getattr(expr, "_is_distinct", False)
+            and len(args) == 1 and type(args[0]).__name__ == "UnresolvedStar"
+            and getattr(args[0], "_unparsed_target", None) is None)
+
+
 def _collect_references(expr: Any, refs: set[str]) -> bool:
     """Add the column names ``expr`` reads to ``refs``; False when they cannot be known."""
     kind = type(expr).__name__
     if kind == "ColumnReference":
         refs.add(_top_level(str(expr._unparsed_identifier)))
         return True
+    if kind == "UnresolvedFunction" and _counts_rows(expr):
+        return True  # count(*) reads no column (Spark plans it as count(1))
     if kind in _OPAQUE:
         return False
     stack = list(vars(expr).values())

@@ -2,18 +2,28 @@
 FLIP-470: adaptive broadcast join and adaptive skewed join).
 
 Registered in ``OPTIONS`` when ``flintlock.config.options`` is imported. Keys, values and defaults
-follow Flink's. The broadcast threshold is the compile-time one,
-``table.optimizer.join.broadcast-threshold`` (``options.BROADCAST_JOIN_THRESHOLD``), as in Flink.
+follow Flink's. The compile-time broadcast threshold is
+``table.optimizer.join.broadcast-threshold`` (``options.BROADCAST_JOIN_THRESHOLD``), as in Flink;
+run-time decisions compare the bytes a finished input stored with
+``table.optimizer.adaptive-broadcast-join.threshold``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flintlock.config.options import _at_least, _enum, _float, option, parse_memory_bytes
+from flintlock.config.options import (
+    _at_least,
+    _bytes_or_off,
+    _enum,
+    _float,
+    option,
+    parse_memory_bytes,
+)
 
 __all__ = [
     "ADAPTIVE_BROADCAST_JOIN_STRATEGY",
+    "ADAPTIVE_BROADCAST_JOIN_THRESHOLD",
     "SKEWED_JOIN_FACTOR",
     "SKEWED_JOIN_STRATEGY",
     "SKEWED_JOIN_THRESHOLD",
@@ -32,8 +42,17 @@ ADAPTIVE_BROADCAST_JOIN_STRATEGY = option(
     _enum("AUTO", "RUNTIME_ONLY", "NONE"),
     "When a hash join becomes a broadcast join: AUTO at compile time (estimated sizes) and at run "
     "time (the bytes a finished input stored, AdaptiveBatchScheduler only); RUNTIME_ONLY only "
-    "at run time; NONE only at compile time. The size limit is "
-    "table.optimizer.join.broadcast-threshold.")
+    "at run time; NONE only at compile time. The size limits are "
+    "table.optimizer.join.broadcast-threshold (compile time) and "
+    "table.optimizer.adaptive-broadcast-join.threshold (run time).")
+ADAPTIVE_BROADCAST_JOIN_THRESHOLD = option(
+    "table.optimizer.adaptive-broadcast-join.threshold", 2 << 20, _bytes_or_off,
+    "Largest size (bytes, as the finished input stored it: compressed Parquet or Arrow, about "
+    "a fifth of Spark's in-memory rows) of a hash join's input that the AdaptiveBatchScheduler "
+    "broadcasts at run time, moving the join into the other side's producer when that one has "
+    "not started. The default, 2 MiB, is about what Spark's own adaptive execution broadcasts "
+    "(spark.sql.adaptive.autoBroadcastJoinThreshold, 10 MB of rows in memory). Unset, a set "
+    "table.optimizer.join.broadcast-threshold applies; -1 turns run-time broadcasts off.")
 SKEWED_JOIN_STRATEGY = option(
     "table.optimizer.skewed-join-optimization.strategy", "AUTO",
     _enum("AUTO", "FORCED", "NONE"),

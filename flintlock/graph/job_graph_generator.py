@@ -179,6 +179,9 @@ def _build_vertex(
         max_parallelism=max_par[chain.head],
         parallelism_configured=head.parallelism_configured,
         adaptive_join=_adaptive_join(head.spec, [gate_edges[g] for g in gates_of[chain.head]]),
+        adaptive_join_probe=_adaptive_join_probe(
+            head.spec, [gate_edges[g] for g in gates_of[chain.head]], consumed),
+        adaptive_join_probe_bytes=head.spec.probe_bytes if isinstance(head.spec, JoinSpec) else 0,
         invokable_class=invokable_class,
         invokable_payload=cloudpickle.dumps(op_chain),
         operator_ids=tuple(graph.node(nid).operator_id for nid in chain.nodes),
@@ -202,3 +205,16 @@ def _adaptive_join(spec: object, gate_edges: list[StreamEdge]) -> str:
             and all(e.partitioner is ShipStrategy.HASH for e in gate_edges)):
         return spec.how
     return ""
+
+
+def _adaptive_join_probe(spec: object, gate_edges: list[StreamEdge],
+                         consumed: Mapping[tuple[int, int, int], Columns]) -> str:
+    """``JobVertex.adaptive_join_probe`` of an adaptive hash join head: the planner's probe side
+    (``JoinSpec.probe``), else ``"any"``, when the columns the join's successors read are known
+    (column pruning: the joined rows then cross the exchange with only those columns, as the
+    two sides would have); "" otherwise."""
+    if not _adaptive_join(spec, gate_edges) or not isinstance(spec, JoinSpec):
+        return ""
+    if any(consumed.get(_edge_key(e)) is None for e in gate_edges):
+        return ""
+    return spec.probe or "any"

@@ -336,31 +336,48 @@ class _Builder:
         (so the join chains to it). Not with ``table.optimizer.adaptive-broadcast-join.strategy:
         RUNTIME_ONLY``, which leaves the decision to the AdaptiveBatchScheduler."""
         spec = t.spec
-        side = spec.broadcast or self._broadcast_side(spec, inputs)
+        side, probe, probe_bytes = ("", "", 0) if spec.broadcast else self._broadcast_side(spec, inputs)
+        side = spec.broadcast or side
         if side and not spec.broadcast:
             build = 0 if side == "left" else 1
             to_all = PartitionTransformation(id=-t.id, name="Broadcast", inputs=(),
                                              ship_strategy=ShipStrategy.BROADCAST)
             inputs = [_Ref(r.node_id, to_all if i == build else None) for i, r in enumerate(inputs)]
             spec = dataclasses.replace(spec, broadcast=side)
+        elif probe:
+            spec = dataclasses.replace(spec, probe=probe, probe_bytes=probe_bytes)
         return self.add_node(t, spec, inputs)
 
-    def _broadcast_side(self, spec: JoinSpec, inputs: list[_Ref]) -> str:
+    def _broadcast_side(self, spec: JoinSpec, inputs: list[_Ref]) -> tuple[str, str, int]:
+        """(the side to broadcast now, ``JoinSpec.probe``, its estimated bytes) of a hash join
+        over two HASH inputs.
+
+        The probe hint names the side estimated above the threshold when the other side may
+        be broadcast and is either estimated smaller or cannot be estimated (it is behind a
+        join or an aggregation, as the small side of a star join usually is)."""
         threshold = int(self._option(BROADCAST_JOIN_THRESHOLD))
-        if threshold < 0 or len(inputs) != 2 \
-                or self._option(ADAPTIVE_BROADCAST_JOIN_STRATEGY) == "RUNTIME_ONLY":
-            return ""
+        if threshold < 0 or len(inputs) != 2:
+            return "", "", 0
         if any(r.partition is None or r.partition.ship_strategy is not ShipStrategy.HASH
                for r in inputs):
-            return ""
+            return "", "", 0
         sizes = [estimated_bytes(self.nodes, self.edges, r.node_id, self.source_facts)
                  for r in inputs]
-        candidates = [
-            (size, side) for size, side, allowed in (
-                (sizes[1], "right", BROADCAST_RIGHT_JOINS), (sizes[0], "left", BROADCAST_LEFT_JOINS))
-            if size is not None and size <= threshold and spec.how in allowed
+        allowed = {"right": spec.how in BROADCAST_RIGHT_JOINS, "left": spec.how in BROADCAST_LEFT_JOINS}
+        probes = [
+            (mine, side) for mine, other, side, build in (
+                (sizes[0], sizes[1], "left", "right"), (sizes[1], sizes[0], "right", "left"))
+            if allowed[build] and spec.how != "cross" and mine is not None and mine > threshold
+            and (other is None or other < mine)
         ]
-        return min(candidates)[1] if candidates else ""
+        probe_bytes, probe = max(probes) if probes else (0, "")
+        if self._option(ADAPTIVE_BROADCAST_JOIN_STRATEGY) == "RUNTIME_ONLY":
+            return "", probe, probe_bytes
+        candidates = [
+            (size, side) for size, side in ((sizes[1], "right"), (sizes[0], "left"))
+            if size is not None and size <= threshold and allowed[side]
+        ]
+        return (min(candidates)[1], "", 0) if candidates else ("", probe, probe_bytes)
 
     # ---- two-phase aggregation ------------------------------------------------------------------
 

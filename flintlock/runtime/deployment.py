@@ -30,6 +30,7 @@ from flintlock.runtime.jobgraph.types import ResultPartitionType, ShipStrategy
 __all__ = [
     "InputGateDeploymentDescriptor",
     "PartitionLocation",
+    "PushedJoin",
     "ResultPartitionDeploymentDescriptor",
     "TaskDeploymentDescriptor",
 ]
@@ -99,6 +100,27 @@ class ResultPartitionDeploymentDescriptor:
 
 
 @dataclass(frozen=True)
+class PushedJoin:
+    """A consumer's head hash join that a probe side producer runs (the AdaptiveBatchScheduler's
+    adaptive broadcast join moved into the probe side, Flink FLIP-470).
+
+    Attributes:
+        consumer_name: the join vertex's name (for messages).
+        consumer_payload: the join vertex's ``invokable_payload`` (its cloudpickled
+            ``OperatorChain``), whose head ``JoinSpec`` is run.
+        probe_side: ``"left"``/``"right"``: the side of that join this task's output is.
+        output_dataset: the output the join is chained to.
+        build_gate: the input gate that reads the other side whole.
+    """
+
+    consumer_name: str
+    consumer_payload: bytes
+    probe_side: str
+    output_dataset: IntermediateDataSetID
+    build_gate: int
+
+
+@dataclass(frozen=True)
 class TaskDeploymentDescriptor:
     """Deploys one execution attempt into an allocated slot.
 
@@ -124,6 +146,10 @@ class TaskDeploymentDescriptor:
         broadcast_join_side: ``"left"``/``"right"``: the hash join at the head of the chain
             runs as a broadcast join of that side (the AdaptiveBatchScheduler's adaptive
             broadcast join; its input gate then reads that side whole); "" as compiled.
+        pushed_join: the join of the consumer this task's only output feeds, which this task
+            runs as a broadcast join chained to that output (``PushedJoin``); None: none.
+        pushed_probe_side: ``"left"``/``"right"``: the hash join at the head of the chain ran in
+            that side's producers (their rows arrive joined); the head reads only that gate.
     """
 
     job_id: JobID
@@ -144,6 +170,8 @@ class TaskDeploymentDescriptor:
     restore_checkpoint_id: int | None = None
     task_restore: TaskStateSnapshot | None = None
     broadcast_join_side: str = ""
+    pushed_join: PushedJoin | None = None
+    pushed_probe_side: str = ""
 
     @property
     def subtask_index(self) -> int:

@@ -260,6 +260,50 @@ def test_sides_of_unknown_size_are_not_broadcast(tmp_path: Path) -> None:
     assert [e.ship_strategy for e in join.inputs] == [HASH, HASH]
 
 
+def test_a_large_side_joined_with_one_of_unknown_size_is_the_probe_side(tmp_path: Path) -> None:
+    """The AdaptiveBatchScheduler may move the join into that side's producer at run time."""
+    a = _parquet_dir(tmp_path, "a", 2000)
+    env = _configured(conf={"table.optimizer.join.broadcast-threshold": "10"})
+    per_key = env.from_source(FakeSource()).key_by("k").agg(F.count(F.lit(1)).alias("n"))
+    env.from_source(FileSource.parquet(a), "a").join(per_key, on="k").select("v", "n") \
+        .sink_to(FakeSink())
+    join = env.get_job_graph().vertices[-1]
+    assert (join.adaptive_join, join.adaptive_join_probe) == ("inner", "left")
+    assert _chain(join).nodes[0].spec.probe == "left"
+
+
+@pytest.mark.parametrize(("how", "probe"), [("inner", "right"), ("right", "right"), ("left", "any")])
+def test_the_probe_side_needs_a_join_type_that_may_broadcast_the_other(
+        tmp_path: Path, how: str, probe: str) -> None:
+    a = _parquet_dir(tmp_path, "a", 2000)
+    env = _configured(conf={"table.optimizer.join.broadcast-threshold": "10"})
+    per_key = env.from_source(FakeSource()).key_by("k").agg(F.count(F.lit(1)).alias("n"))
+    per_key.join(env.from_source(FileSource.parquet(a), "a"), on="k", how=how).select("v", "n") \
+        .sink_to(FakeSink())
+    assert env.get_job_graph().vertices[-1].adaptive_join_probe == probe
+
+
+def test_either_side_may_be_the_probe_when_neither_size_is_known() -> None:
+    """The scheduler then moves the join into whichever producer starts after the other side
+    finished."""
+    env = _configured(conf={"table.optimizer.join.broadcast-threshold": "10"})
+    env.from_source(FakeSource()).join(env.from_source(FakeSource()), on="k").select("k") \
+        .sink_to(FakeSink())
+    join = env.get_job_graph().vertices[-1]
+    assert (join.adaptive_join, join.adaptive_join_probe) == ("inner", "any")
+    assert _chain(join).nodes[0].spec.probe == ""
+
+
+def test_no_probe_side_when_the_columns_after_the_join_are_unknown(tmp_path: Path) -> None:
+    """A sink reads every column: the joined rows' exchange could not be cut to what it reads."""
+    a = _parquet_dir(tmp_path, "a", 2000)
+    env = _configured(conf={"table.optimizer.join.broadcast-threshold": "10"})
+    per_key = env.from_source(FakeSource()).key_by("k").agg(F.count(F.lit(1)).alias("n"))
+    env.from_source(FileSource.parquet(a), "a").join(per_key, on="k").sink_to(FakeSink())
+    join = env.get_job_graph().vertices[-1]
+    assert (join.adaptive_join, join.adaptive_join_probe) == ("inner", "")
+
+
 # ---- size estimates: footers, projections, filter selectivity -------------------------------------
 
 

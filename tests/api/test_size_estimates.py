@@ -39,6 +39,9 @@ def test_selectivity_follows_calcites_guesses(condition: object, expected: float
     (F.expr("a + 1"), None),
     ("*", None),
     (F.col("*"), None),
+    (F.count("*"), set()),                                  # counts rows, reads no column
+    (F.count(F.col("*")), set()),
+    (F.count_distinct(F.col("*")), None),
 ])
 def test_column_references(column: object, expected: set[str] | None) -> None:
     refs = column_references(column)

@@ -105,3 +105,17 @@ def test_a_skewed_key_is_split_across_subtasks(tables: dict[str, str], tmp_path:
     assert node["operator_strategy"].startswith("HASH_JOIN (skewed subpartitions split: ")
     assert "(left, " in node["operator_strategy"]
     _check(tables, tmp_path / "skew")
+
+
+def test_a_small_side_is_joined_where_the_large_side_is_produced(
+        tables: dict[str, str], tmp_path: Path) -> None:
+    """facts (estimated above the threshold at compile time; the Python filter's guessed
+    selectivity would make dims a compile-time broadcast, hence RUNTIME_ONLY) wait for dims,
+    and, dims being small, run the join themselves: the join vertex reads joined rows (FLIP-470 without the
+    probe side's exchange)."""
+    node = _run(tables, tmp_path / "pushed", {
+        **RUNTIME_ONLY, "table.optimizer.join.broadcast-threshold": "10k",
+        "table.optimizer.skewed-join-optimization.strategy": "NONE"})
+    assert node["operator_strategy"].startswith("BROADCAST_HASH_JOIN (adaptive, right side ")
+    assert node["operator_strategy"].endswith(" bytes, joined in Source: facts)")
+    _check(tables, tmp_path / "pushed")

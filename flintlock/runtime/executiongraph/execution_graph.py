@@ -178,6 +178,33 @@ class ExecutionGraph:
         self._initialize(ejv, parallelism, subpartition_ranges, self._now_ms(), input_infos)
         return [v.id for v in ejv.task_vertices]
 
+    def add_broadcast_input(self, job_vertex_id: JobVertexID, dataset_id: IntermediateDataSetID) -> None:
+        """Give every subtask of an initialized, not yet scheduled vertex one more input gate
+        that reads all of a finished result (every partition, every subpartition), after its
+        own gates; its subtasks become consumers of those partitions, so scheduling waits for
+        them, region failover restarts the vertex with their producers, and they are kept
+        until the vertex finished. The adaptive join that moves a hash join into its probe
+        side's producer reads the build side through it.
+
+        Raises:
+            ValueError: the vertex is not initialized or the result not produced.
+        """
+        ejv = self.job_vertices[job_vertex_id]
+        result = self.results.get(dataset_id)
+        if not ejv.initialized or result is None or not result.partitions:
+            raise ValueError(f"vertex {ejv.name!r} cannot read dataset {dataset_id}: "
+                             "the vertex or the result is not initialized")
+        gate = len(ejv.job_vertex.inputs)
+        # the result's own strategy: its readers then take the subpartition range as given (a
+        # BROADCAST gate reads subpartition 0 only, where broadcast results keep everything)
+        edge = JobEdge(dataset_id, ejv.id, result.dataset.ship_strategy, type_number=gate)
+        last = result.partitions[0].number_of_subpartitions - 1
+        consumed = ConsumedSubpartitions(tuple(range(len(result.partitions))), 0, last)
+        for ev in ejv.task_vertices:
+            ev.inputs.append(ConsumedInput(edge, result, consumed))
+            for p in result.partitions:
+                p.consumers = (*p.consumers, ev.id)
+
     def _static_mapping(self, ds: IntermediateDataSet, producers: int) -> SubpartitionMapping | None:
         """The static mapping of ``ds`` when its consumer's parallelism is known, else None."""
         if ds.consumer in self.dynamic_vertices:

@@ -148,6 +148,12 @@ class ExecutionJobVertex:
     broadcast_join_side: str = ""
     #: what the plan shows for the vertex's strategy once decided at run time ("" otherwise)
     operator_strategy: str = ""
+    #: the consumer whose head join this vertex runs as a broadcast join chained to its output
+    #: (adaptive join in the probe side's producer); None: none
+    pushed_join_into: JobVertexID | None = None
+    #: ``"left"``/``"right"``: its head join already ran in that side's producers, whose rows
+    #: arrive joined; "" as compiled
+    pushed_probe_side: str = ""
 
     @property
     def id(self) -> JobVertexID:

@@ -86,6 +86,14 @@ class JobVertex:
             input gates, left then right), which the AdaptiveBatchScheduler may run as a
             broadcast join or split for skew at run time (Flink's ``AdaptiveJoin`` operator);
             "" for any other chain.
+        adaptive_join_probe: whether and where the AdaptiveBatchScheduler may move that join
+            into a producer as a broadcast join when the other side turns out small (Flink
+            FLIP-470's probe side without an exchange; ``scheduler.adaptivebatch.probe_join``):
+            ``"left"``/``"right"``: the side the planner estimates large (``JoinSpec.probe``),
+            whose producer then starts after the other side; ``"any"``: either side whose
+            producer starts after the other side finished; "" never.
+        adaptive_join_probe_bytes: the planner's estimate of that probe side's bytes
+            (uncompressed rows), 0 when it has none.
     """
 
     id: JobVertexID
@@ -104,6 +112,8 @@ class JobVertex:
     sinks: tuple[Any, ...] = ()
     parallelism_configured: bool = True
     adaptive_join: str = ""
+    adaptive_join_probe: str = ""
+    adaptive_join_probe_bytes: int = 0
 
     def __post_init__(self) -> None:
         if self.parallelism < 1:

@@ -31,6 +31,7 @@ from flintlock.runtime.jobgraph.types import ShipStrategy
 __all__ = [
     "BROADCAST_LEFT_JOINS",
     "BROADCAST_RIGHT_JOINS",
+    "ConsumedColumnsSpec",
     "DistinctSpec",
     "DropSpec",
     "FilterFunctionSpec",
@@ -216,6 +217,16 @@ class LimitSpec:
     n: int
 
 
+@dataclass(frozen=True)
+class ConsumedColumnsSpec:
+    """Keep the columns an exchange to the next vertex would carry (``OutputSpec.columns``,
+    lower-case names; None: all), in the input's column order (``partitions.consumed_only``).
+    Put in front of a join the AdaptiveBatchScheduler moved into its probe side's producer, so
+    the join sees the columns it would have read from the exchange."""
+
+    columns: tuple[str, ...] | None
+
+
 # ---- multi-input operators (only ever a chain head) --------------------------------------------
 
 
@@ -238,12 +249,20 @@ class JoinSpec:
     partitioning and may be chained: the join is then a non-head node of its probe side's chain,
     its ``chained_input`` the probe side and its one ``gate_inputs`` entry the broadcast side);
     ``""`` for a hash join (both sides HASH-partitioned on their keys).
+
+    ``probe``: for a hash join, the side the planner estimates to be the large one (``"left"``
+    or ``"right"``; ``""`` when it cannot tell). The AdaptiveBatchScheduler runs that side's
+    producer after the other side and, when the other side turns out small, chains the join
+    into it as a broadcast join (``JobVertex.adaptive_join_probe``). ``probe_bytes``: that
+    side's estimated bytes (uncompressed rows; 0 without a probe side).
     """
 
     how: str
     left_on: tuple[str, ...]
     right_on: tuple[str, ...]
     broadcast: str = ""
+    probe: str = ""
+    probe_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -280,6 +299,7 @@ OperatorSpec = (
     | DistinctSpec
     | SortSpec
     | LimitSpec
+    | ConsumedColumnsSpec
     | JoinSpec
     | UnionSpec
     | SinkSpec

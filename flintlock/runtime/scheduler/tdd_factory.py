@@ -16,6 +16,7 @@ from flintlock.exceptions import FlintlockException
 from flintlock.runtime.deployment import (
     InputGateDeploymentDescriptor,
     PartitionLocation,
+    PushedJoin,
     ResultPartitionDeploymentDescriptor,
     TaskDeploymentDescriptor,
 )
@@ -148,6 +149,24 @@ def create_task_deployment_descriptor(
         restore_checkpoint_id=restore[0] if restore else None,
         task_restore=restore[1] if restore else None,
         broadcast_join_side=vertex.job_vertex.broadcast_join_side,
+        pushed_join=_pushed_join(graph, vertex, len(gates)),
+        pushed_probe_side=vertex.job_vertex.pushed_probe_side,
+    )
+
+
+def _pushed_join(graph: ExecutionGraph, vertex: ExecutionVertex, gates: int) -> PushedJoin | None:
+    """The consumer's join this probe side producer runs (``add_broadcast_input`` gave it the
+    build side as its last gate), or None."""
+    ejv = vertex.job_vertex
+    if ejv.pushed_join_into is None:
+        return None
+    join = graph.job_vertices[ejv.pushed_join_into]
+    return PushedJoin(
+        consumer_name=join.name,
+        consumer_payload=join.job_vertex.invokable_payload,
+        probe_side=join.pushed_probe_side,
+        output_dataset=ejv.job_vertex.results[0].id,
+        build_gate=gates - 1,
     )
 
 

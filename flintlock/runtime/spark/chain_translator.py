@@ -35,7 +35,7 @@ from flintlock.runtime.spark.errors import (
     describe_spark_error,
     is_analysis_error,
 )
-from flintlock.runtime.spark.partitions import GateRead
+from flintlock.runtime.spark.partitions import GateRead, consumed_only
 from flintlock.runtime.spark.schema import arrow_schema, ddl_field_types, parse_ddl
 
 __all__ = ["TranslatedChain", "broadcast_head_join", "shared_nodes_to_cache", "translate_chain"]
@@ -374,6 +374,8 @@ def _apply(spark: Any, df: Any, spec: Any, where: str) -> Any:
         return df.orderBy(*spec.columns)
     if isinstance(spec, S.LimitSpec):
         return df.limit(int(spec.n))
+    if isinstance(spec, S.ConsumedColumnsSpec):
+        return consumed_only(df, spec.columns)
     if isinstance(spec, S.SinkSpec):
         return df
     if isinstance(spec, (S.JoinSpec, S.UnionSpec, S.SourceSpec)):

@@ -60,6 +60,11 @@ from flintlock.runtime.spark.errors import (
     describe_spark_error,
     is_analysis_error,
 )
+from flintlock.runtime.spark.join_pushdown import (
+    chain_join_to_output,
+    duplicate_column_error,
+    read_joined_probe,
+)
 from flintlock.runtime.spark.partitions import (
     GateRead,
     consumed_only,
@@ -200,7 +205,10 @@ class SparkStreamTask:
             return error
         if isinstance(exc, (OperatorException, PartitionNotFoundException)):
             return exc
-        return self._explain(chain, tc, exc)
+        pushed = self._tdd.pushed_join
+        moved = duplicate_column_error(exc, pushed.consumer_name, self._tdd.vertex_name) \
+            if pushed is not None else None
+        return moved or self._explain(chain, tc, exc)
 
     def _invoke(self) -> TaskResult:
         self._check_cancelled()
@@ -252,6 +260,20 @@ class SparkStreamTask:
             )
         if self._tdd.broadcast_join_side:
             chain = broadcast_head_join(chain, self._tdd.broadcast_join_side, self._tdd.vertex_name)
+        if self._tdd.pushed_probe_side:
+            chain = read_joined_probe(chain, self._tdd.pushed_probe_side, self._tdd.vertex_name)
+        pushed = self._tdd.pushed_join
+        if pushed is not None:
+            try:
+                join_chain = cloudpickle.loads(pushed.consumer_payload)
+            except Exception as exc:
+                raise OperatorException(
+                    f"vertex '{self._tdd.vertex_name}': cannot unpickle the operator chain of "
+                    f"'{pushed.consumer_name}', whose join it runs: {type(exc).__name__}: {exc}",
+                    non_recoverable=True) from exc
+            chain = chain_join_to_output(chain, pushed.output_dataset, join_chain,
+                                         pushed.probe_side, pushed.build_gate,
+                                         self._tdd.vertex_name)
         return chain
 
     def _read_gate(self, spark: Any, index: int) -> GateRead:

@@ -61,10 +61,12 @@ def make_job(
     configuration: dict[str, str] | None = None,
     auto: frozenset[int] = frozenset(),
     joins: dict[int, str] | None = None,
+    probes: dict[int, str] | None = None,
 ) -> JobGraph:
     """A JobGraph of ``(name, parallelism)`` vertices and ``(source, target, ship)`` edges;
     vertices whose index is in ``auto`` have a parallelism the program did not set; ``joins``:
-    vertex index -> the join type of its head hash join (``JobVertex.adaptive_join``)."""
+    vertex index -> the join type of its head hash join (``JobVertex.adaptive_join``);
+    ``probes``: vertex index -> that join's probe side (``JobVertex.adaptive_join_probe``)."""
     ids = [JobVertexID.generate() for _ in vertices]
     results: dict[int, list[IntermediateDataSet]] = {i: [] for i in range(len(vertices))}
     inputs: dict[int, list[JobEdge]] = {i: [] for i in range(len(vertices))}
@@ -75,7 +77,9 @@ def make_job(
     jvs = tuple(
         JobVertex(ids[i], n, p, 128, "tests:Noop", inputs=tuple(inputs[i]), results=tuple(results[i]),
                   sinks=(sinks or {}).get(i, ()), parallelism_configured=i not in auto,
-                  adaptive_join=(joins or {}).get(i, ""))
+                  adaptive_join=(joins or {}).get(i, ""),
+                  adaptive_join_probe=(probes or {}).get(i, ""),
+                  invokable_payload=f"chain of {n}".encode())
         for i, (n, p) in enumerate(vertices)
     )
     return JobGraph(JobID.generate(), "job", JobType.BATCH, jvs, configuration=configuration or {})

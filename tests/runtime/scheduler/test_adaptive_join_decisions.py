@@ -100,6 +100,19 @@ def test_settings_come_from_flinks_keys() -> None:
         "table.optimizer.skewed-join-optimization.skewed-threshold": "1k"}))
     assert s == AdaptiveJoinSettings("RUNTIME_ONLY", 10 * MB, "NONE", 2.5, 1024)
     assert AdaptiveJoinSettings.from_configuration(Configuration({})) == AdaptiveJoinSettings()
+    assert AdaptiveJoinSettings().broadcast_threshold == 2 * MB
+
+
+def test_the_run_time_threshold_falls_back_to_the_compile_time_key_only_when_unset() -> None:
+    def threshold(**conf: str) -> int:
+        return AdaptiveJoinSettings.from_configuration(Configuration(conf)).broadcast_threshold
+
+    compile_time = "table.optimizer.join.broadcast-threshold"
+    run_time = "table.optimizer.adaptive-broadcast-join.threshold"
+    assert threshold() == 2 * MB
+    assert threshold(**{compile_time: "100k"}) == 100 * 1024
+    assert threshold(**{compile_time: "100k", run_time: "3m"}) == 3 * MB
+    assert threshold(**{run_time: "-1"}) == -1
     with pytest.raises(IllegalConfigurationException, match="'0.5' is below 1"):
         Configuration({"table.optimizer.skewed-join-optimization.skewed-factor": "0.5"})
 

@@ -11,6 +11,7 @@ from scheduler_driver import Driver, S, deploys, make_job, names
 from flintlock.graph.plan import job_graph_plan
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import JobStatus
+from flintlock.runtime.scheduler.adaptivebatch.adaptive_batch_scheduler import probe_joins
 from flintlock.runtime.scheduler.messages import StartScheduling
 
 VOLUME = "execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task"
@@ -109,3 +110,138 @@ def test_skew_optimization_none_keeps_plain_ranges() -> None:
     joins = _run_inputs(d, 6, {"facts": (10, 400, 10, 10), "dim": (10,) * 4})
     assert [_gate(c, 0) for c in joins] == [((0, 1, 2, 3), 0, 0), ((0, 1, 2, 3), 1, 1),
                                             ((0, 1, 2, 3), 2, 3)]
+
+
+# ---- the join moved into its probe side's producer -------------------------------------------
+
+
+def _probe_job(how: str = "inner", probe: str = "left", estimate: int = 10_000) -> JobGraph:
+    """lineitem (auto, 1 subtask) and orders (1) -> join (auto, up to 4) whose probe is
+    lineitem, estimated at ``estimate`` bytes."""
+    job = make_job([("lineitem", 1), ("orders", 1), ("join", 4)],
+                   [(0, 2, S.HASH), (1, 2, S.HASH)], auto=frozenset({0, 2}),
+                   joins={2: how}, probes={2: probe})
+    join = dataclasses.replace(job.vertices[2], adaptive_join_probe_bytes=estimate)
+    return _with_sources(dataclasses.replace(job, vertices=(*job.vertices[:2], join)), 0)
+
+
+def _with_sources(job: JobGraph, *indices: int) -> JobGraph:
+    """``job`` whose vertices at ``indices`` are sources (a dynamic source without splits runs
+    at its largest parallelism) and with its plan."""
+    vertices = tuple(dataclasses.replace(v, source="a source") if i in indices else v
+                     for i, v in enumerate(job.vertices))
+    return dataclasses.replace(job, vertices=vertices,
+                               plan=job_graph_plan(job.job_id, job.name, job.job_type, vertices))
+
+
+def _vertex(d: Driver, name: str):  # type: ignore[no-untyped-def]
+    (v,) = [v for v in d.graph.job_vertices.values() if v.name == name]
+    return v
+
+
+def test_the_probe_side_waits_for_the_build_side_and_runs_the_join_when_it_is_small() -> None:
+    d = Driver(_probe_job(), adaptive=True, **{VOLUME: "1000", THRESHOLD: "40"})
+    d.handle(StartScheduling())
+    _, cmds = d.offer(3)
+    assert names(deploys(cmds)) == ["orders (1/1)#0"]  # lineitem is held back
+    assert not _vertex(d, "lineitem").initialized
+    (orders,) = deploys(cmds)
+    probes = deploys(d.finish(orders, sizes=(10,) * 4))
+    assert [c.tdd.vertex_name for c in probes] == ["lineitem"]
+    (probe,) = probes
+    pushed = probe.tdd.pushed_join
+    assert pushed is not None
+    assert (pushed.consumer_name, pushed.consumer_payload, pushed.probe_side, pushed.build_gate) \
+        == ("join", b"chain of join", "left", 0)
+    assert pushed.output_dataset == probe.tdd.produced_partitions[0].partition_id.dataset_id
+    assert _gate(probe, 0) == ((0,), 0, 3)  # the build side whole, as a HASH gate
+    assert probe.tdd.input_gates[0].ship_strategy is S.HASH
+    # region failover and partition release see lineitem as a consumer of orders' partition
+    lineitem = _vertex(d, "lineitem").task_vertices[0]
+    (stored,) = _vertex(d, "orders").task_vertices[0].produced_partitions
+    assert lineitem.id in stored.consumers
+    assert stored.id in d.scheduler.regions.region_of(lineitem.id).consumed_blocking_partitions
+
+    joins = deploys(d.finish(probe, sizes=(300,) * 4))
+    joins += deploys(d.offer(2)[1])
+    # sized by the joined rows alone (300 a subpartition at 1000 a subtask: 3 + 1)
+    assert names(joins) == ["join (1/2)#0", "join (2/2)#0"]
+    assert [(c.tdd.pushed_probe_side, c.tdd.broadcast_join_side) for c in joins] == [("left", "")] * 2
+    assert [_gate(c, 0) for c in joins] == [((0,), 0, 2), ((0,), 3, 3)]
+    assert d.graph.archive().plan["nodes"][2]["operator_strategy"] == (
+        "BROADCAST_HASH_JOIN (adaptive, right side 40 bytes, joined in lineitem)")
+    for c in joins:
+        d.finish(c)
+    assert d.graph.state is JobStatus.FINISHED
+
+
+def test_a_build_side_over_the_threshold_leaves_the_join_where_it_was() -> None:
+    d = Driver(_probe_job(), adaptive=True, **{VOLUME: "1000", THRESHOLD: "39"})
+    d.handle(StartScheduling())
+    _, cmds = d.offer(3)
+    (orders,) = deploys(cmds)
+    (probe,) = deploys(d.finish(orders, sizes=(10,) * 4))
+    assert probe.tdd.pushed_join is None and probe.tdd.input_gates == ()
+    joins = deploys(d.finish(probe, sizes=(300,) * 4)) + deploys(d.offer(2)[1])
+    assert {c.tdd.pushed_probe_side for c in joins} == {""}
+    assert all(len(c.tdd.input_gates) == 2 for c in joins)
+
+
+def test_a_build_side_too_large_for_the_estimated_probe_side_is_not_moved() -> None:
+    """40 bytes read by 1 subtask against 319 estimated: 8 x 40 > 319 (320 would pay)."""
+    for estimate, moved in ((319, False), (320, True)):
+        d = Driver(_probe_job(estimate=estimate), adaptive=True, **{VOLUME: "1000", THRESHOLD: "40"})
+        d.handle(StartScheduling())
+        (orders,) = deploys(d.offer(3)[1])
+        (probe,) = deploys(d.finish(orders, sizes=(10,) * 4))
+        assert (probe.tdd.pushed_join is not None) is moved
+
+
+def test_no_probe_side_is_held_when_run_time_broadcasts_are_off_or_it_feeds_others() -> None:
+    d = Driver(_probe_job(), adaptive=True,
+               **{THRESHOLD: "40", "table.optimizer.adaptive-broadcast-join.strategy": "NONE"})
+    d.handle(StartScheduling())
+    assert sorted(names(deploys(d.offer(3)[1]))) == ["lineitem (1/1)#0", "orders (1/1)#0"]
+
+    job = make_job([("lineitem", 1), ("orders", 1), ("join", 4), ("other", 1)],
+                   [(0, 2, S.HASH), (1, 2, S.HASH), (0, 3, S.HASH)], auto=frozenset({0, 2}),
+                   joins={2: "inner"}, probes={2: "left"})
+    d = Driver(_with_sources(job, 0), adaptive=True, **{THRESHOLD: "40"})
+    d.handle(StartScheduling())
+    assert sorted(names(deploys(d.offer(3)[1]))) == ["lineitem (1/1)#0", "orders (1/1)#0"]
+    assert probe_joins(d.graph, d.scheduler.join_settings) == {}
+
+
+def _mid_job() -> JobGraph:
+    """a -> mid (auto) -> join (auto) <- dims, with either side free to run the join."""
+    job = make_job([("a", 1), ("mid", 2), ("dims", 1), ("join", 4)],
+                   [(0, 1, S.HASH), (1, 3, S.HASH), (2, 3, S.HASH)], auto=frozenset({1, 3}),
+                   joins={3: "inner"}, probes={3: "any"})
+    return _with_sources(job)
+
+
+def test_a_producer_that_starts_after_the_small_side_finished_runs_the_join_unheld() -> None:
+    d = Driver(_mid_job(), adaptive=True, **{VOLUME: "1000", THRESHOLD: "40"})
+    d.handle(StartScheduling())
+    by_name = {c.tdd.vertex_name: c for c in deploys(d.offer(3)[1])}
+    assert sorted(by_name) == ["a", "dims"]  # nothing is held: no side was estimated large
+    assert deploys(d.finish(by_name["dims"], sizes=(10,) * 4)) == []
+    mids = deploys(d.finish(by_name["a"], sizes=(100,) * 2))
+    assert [c.tdd.vertex_name for c in mids] == ["mid"]
+    pushed = mids[0].tdd.pushed_join
+    assert pushed is not None and (pushed.probe_side, pushed.build_gate) == ("left", 1)
+    assert _gate(mids[0], 1) == ((0,), 0, 3)
+    joins = deploys(d.finish(mids[0], sizes=(100,) * 4))
+    assert {c.tdd.pushed_probe_side for c in joins} == {"left"}
+
+
+def test_a_producer_that_starts_before_the_other_side_finished_leaves_the_join() -> None:
+    d = Driver(_mid_job(), adaptive=True, **{VOLUME: "1000", THRESHOLD: "40"})
+    d.handle(StartScheduling())
+    by_name = {c.tdd.vertex_name: c for c in deploys(d.offer(3)[1])}
+    (mid,) = deploys(d.finish(by_name["a"], sizes=(100,) * 2))
+    assert mid.tdd.pushed_join is None and len(mid.tdd.input_gates) == 1
+    d.finish(by_name["dims"], sizes=(10,) * 4)
+    joins = deploys(d.finish(mid, sizes=(100,) * 4))
+    assert joins and {c.tdd.pushed_probe_side for c in joins} == {""}
+    assert {c.tdd.broadcast_join_side for c in joins} == {"right"}  # decided at the join

@@ -52,6 +52,13 @@ from flintlock.runtime.scheduler.adaptivebatch.adaptive_join import (
     JoinInput,
     decide_adaptive_join,
 )
+from flintlock.runtime.scheduler.adaptivebatch.probe_join import (
+    ProbeJoin,
+    probe_joins,
+    probe_side_of,
+    stored_bytes,
+    unread_build_side,
+)
 from flintlock.runtime.scheduler.adaptivebatch.vertex_parallelism_decider import (
     BlockingInputInfo,
     ParallelismAndInputInfos,
@@ -174,6 +181,9 @@ class AdaptiveBatchScheduler(DefaultScheduler):
         self._source_reasons: dict[JobVertexID, str] = {}
         #: called with each vertex initialization, in order (batch job recovery records them)
         self.on_initialized: Callable[[JobVertexID, ParallelismAndInputInfos], None] | None = None
+        #: probe side producers held until their join's other side finished (``probe_joins``)
+        self._probes: dict[JobVertexID, ProbeJoin] = {}
+        self._probes_enabled = False
 
     def source_parallelism(self, vertex: JobVertex) -> int:
         """A dynamic source's parallelism: what its source infers from its input
@@ -197,6 +207,12 @@ class AdaptiveBatchScheduler(DefaultScheduler):
         return inferred
 
     def _on_start(self) -> None:
+        settings = self.join_settings
+        # not under batch job recovery: its job events do not record such a decision yet
+        self._probes_enabled = self.on_initialized is None \
+            and settings.broadcast_strategy != "NONE" and settings.broadcast_threshold >= 0
+        if self._probes_enabled:
+            self._probes = probe_joins(self.graph, settings)
         self.initialize_vertices_if_possible()
 
     def _on_vertex_finished(self, execution: Execution) -> None:
@@ -212,6 +228,9 @@ class AdaptiveBatchScheduler(DefaultScheduler):
                 continue
             decision = self._decide(ejv)
             new.extend(self._initialize(ejv, decision))
+            plan = self._probes.get(ejv.id) or self._probe_join(ejv)
+            if plan is not None:
+                self._push_join(ejv, plan)
             if ejv.id in graph.dynamic_vertices:
                 log.info("job %s: %s runs at parallelism %d (%s)", graph.job_id, ejv.name,
                          decision.parallelism, decision.reason)
@@ -227,7 +246,8 @@ class AdaptiveBatchScheduler(DefaultScheduler):
             ejv.id, decision.parallelism, decision.subpartition_ranges or None,
             decision.input_infos or None)
         ejv.broadcast_join_side = decision.broadcast_side
-        ejv.operator_strategy = decision.operator_strategy
+        # a join moved into its probe side's producers said so when that was decided
+        ejv.operator_strategy = decision.operator_strategy or ejv.operator_strategy
         if ejv.id in self.graph.dynamic_vertices:
             self.decisions[ejv.id] = decision
         return new
@@ -282,11 +302,49 @@ class AdaptiveBatchScheduler(DefaultScheduler):
         return done
 
     def _inputs_finished(self, ejv: ExecutionJobVertex) -> bool:
-        for edge in ejv.job_vertex.inputs:
-            producer = self.graph.job_vertices[self.graph.producer_vertex_of(edge.source)]
+        """Its producers all FINISHED; a held probe side's producer also waits for its join's
+        other side (``probe_joins``)."""
+        sources = [edge.source for edge in ejv.job_vertex.inputs]
+        if ejv.id in self._probes:
+            sources.append(self._probes[ejv.id].build_dataset)
+        for dataset in sources:
+            producer = self.graph.job_vertices[self.graph.producer_vertex_of(dataset)]
             if not producer.initialized or not producer.all_finished():
                 return False
         return True
+
+    def _probe_join(self, ejv: ExecutionJobVertex) -> ProbeJoin | None:
+        """The join ``ejv`` (being initialized) may run, without having been held: it feeds only
+        a join sized at run time whose other side already finished (``probe_side_of``)."""
+        return probe_side_of(self.graph, ejv) if self._probes_enabled else None
+
+    def _push_join(self, probe: ExecutionJobVertex, plan: ProbeJoin) -> None:
+        """Just initialized ``probe``, whose join's other side finished: when that side stored at
+        most the broadcast threshold, the join runs in ``probe``'s subtasks as a broadcast join
+        reading that side whole (one more input gate), and the join vertex reads the joined rows
+        (Flink FLIP-470's adaptive broadcast join without the probe side's shuffle)."""
+        stored = stored_bytes(self.graph.results[plan.build_dataset])
+        threshold = self.join_settings.broadcast_threshold
+        join = self.graph.job_vertices[plan.join_vertex]
+        why = ""
+        if threshold < 0 or stored > threshold:
+            why = f"above table.optimizer.adaptive-broadcast-join.threshold {threshold}"
+        elif not plan.pays(stored, probe.parallelism):
+            why = (f"too much to read in each of {probe.parallelism} subtasks against "
+                   f"~{plan.probe_bytes} bytes on this side")
+        if why:
+            log.info("job %s: %s joins its input from %s as compiled (the %s side stored %d "
+                     "bytes, %s)", self.graph.job_id, join.name, probe.name, plan.build_side,
+                     stored, why)
+            return
+        self.graph.add_broadcast_input(probe.id, plan.build_dataset)
+        probe.pushed_join_into = join.id
+        join.pushed_probe_side = plan.probe_side
+        join.operator_strategy = (f"BROADCAST_HASH_JOIN (adaptive, {plan.build_side} side "
+                                  f"{stored} bytes, joined in {probe.name})")
+        probe.operator_strategy = f"joins for {join.name} (broadcast {plan.build_side} side)"
+        log.info("job %s: %s runs the join of %s, broadcasting its %s side (%d bytes)",
+                 self.graph.job_id, probe.name, join.name, plan.build_side, stored)
 
     def _decide(self, ejv: ExecutionJobVertex) -> ParallelismAndInputInfos:
         graph, jv = self.graph, ejv.job_vertex
@@ -301,10 +359,11 @@ class AdaptiveBatchScheduler(DefaultScheduler):
             if ds.ship_strategy is ShipStrategy.FORWARD and ds.consumer not in graph.dynamic_vertices:
                 p = graph.job_vertices[ds.consumer].job_vertex.parallelism
                 return ParallelismAndInputInfos(p, (), "its FORWARD consumer's parallelism")
-        if jv.adaptive_join:
+        if jv.adaptive_join and not ejv.pushed_probe_side:
             joined = self._decide_join(jv)
             if joined is not None:
                 return joined
+        unread = unread_build_side(jv, ejv.pushed_probe_side)
         max_p = graph.dynamic_vertices[jv.id]
         infos: list[BlockingInputInfo] = []
         for edge in jv.inputs:
@@ -316,8 +375,9 @@ class AdaptiveBatchScheduler(DefaultScheduler):
                 return ParallelismAndInputInfos(1, (), "a GLOBAL input")
             if edge.ship_strategy is ShipStrategy.RESCALE:
                 max_p = min(max_p, producers)
+            volumes = _bytes_per_subpartition(result)
             infos.append(BlockingInputInfo(
-                _bytes_per_subpartition(result),
+                tuple(0 for _ in volumes) if edge.source == unread else volumes,
                 broadcast=edge.ship_strategy is ShipStrategy.BROADCAST,
                 pointwise=edge.ship_strategy is ShipStrategy.RESCALE))
         decision = decide_parallelism_and_input_infos(

@@ -8,7 +8,8 @@ key-group ranges, equal indices holding equal keys), so:
 
 - **Broadcast.** A side the join type may broadcast (Spark's broadcast hash join rule: inner,
   left, semi and anti joins may broadcast their right side; inner and right joins their left
-  side) whose stored bytes are at most ``table.optimizer.join.broadcast-threshold`` becomes the
+  side) whose stored bytes are at most ``table.optimizer.adaptive-broadcast-join.threshold``
+  (falling back to a set ``table.optimizer.join.broadcast-threshold``) becomes the
   build side: every subtask reads all of it (every producer, subpartitions ``0..N-1``) and the
   join runs as a broadcast join. The other side, the probe side, is cut into subpartition ranges
   by its own volume (the build side counts against at most half of a subtask's volume,
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from flintlock.config.configuration import Configuration
 from flintlock.config.optimizer_options import (
     ADAPTIVE_BROADCAST_JOIN_STRATEGY,
+    ADAPTIVE_BROADCAST_JOIN_THRESHOLD,
     SKEWED_JOIN_FACTOR,
     SKEWED_JOIN_STRATEGY,
     SKEWED_JOIN_THRESHOLD,
@@ -71,11 +73,12 @@ _SPLITTABLE = {"inner": ("left", "right"), "left": ("left",), "semi": ("left",),
 
 @dataclass(frozen=True)
 class AdaptiveJoinSettings:
-    """``table.optimizer.adaptive-broadcast-join.strategy``, ``...join.broadcast-threshold``
-    (bytes, -1 off) and ``table.optimizer.skewed-join-optimization.*`` (bytes)."""
+    """``table.optimizer.adaptive-broadcast-join.strategy`` and ``.threshold`` (bytes, -1 off;
+    its fallback key ``table.optimizer.join.broadcast-threshold``) and
+    ``table.optimizer.skewed-join-optimization.*`` (bytes)."""
 
     broadcast_strategy: str = "AUTO"
-    broadcast_threshold: int = 1 << 20
+    broadcast_threshold: int = 2 << 20
     skew_strategy: str = "AUTO"
     skewed_factor: float = 4.0
     skewed_threshold: int = 256 << 20
@@ -84,7 +87,11 @@ class AdaptiveJoinSettings:
     def from_configuration(cls, configuration: Configuration) -> AdaptiveJoinSettings:
         return cls(
             broadcast_strategy=configuration.get(ADAPTIVE_BROADCAST_JOIN_STRATEGY),
-            broadcast_threshold=configuration.get(BROADCAST_JOIN_THRESHOLD),
+            broadcast_threshold=configuration.get(
+                BROADCAST_JOIN_THRESHOLD
+                if configuration.contains(BROADCAST_JOIN_THRESHOLD)
+                and not configuration.contains(ADAPTIVE_BROADCAST_JOIN_THRESHOLD)
+                else ADAPTIVE_BROADCAST_JOIN_THRESHOLD),
             skew_strategy=configuration.get(SKEWED_JOIN_STRATEGY),
             skewed_factor=configuration.get(SKEWED_JOIN_FACTOR),
             skewed_threshold=configuration.get(SKEWED_JOIN_THRESHOLD),
