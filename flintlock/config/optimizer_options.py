@@ -14,6 +14,7 @@ from typing import Any
 
 from flintlock.config.options import (
     _at_least,
+    _bool,
     _bytes_or_off,
     _enum,
     _float,
@@ -24,6 +25,7 @@ from flintlock.config.options import (
 __all__ = [
     "ADAPTIVE_BROADCAST_JOIN_STRATEGY",
     "ADAPTIVE_BROADCAST_JOIN_THRESHOLD",
+    "RUNTIME_FILTER_ENABLED",
     "SKEWED_JOIN_FACTOR",
     "SKEWED_JOIN_STRATEGY",
     "SKEWED_JOIN_THRESHOLD",
@@ -53,6 +55,12 @@ ADAPTIVE_BROADCAST_JOIN_THRESHOLD = option(
     "not started. The default, 2 MiB, is about what Spark's own adaptive execution broadcasts "
     "(spark.sql.adaptive.autoBroadcastJoinThreshold, 10 MB of rows in memory). Unset, a set "
     "table.optimizer.join.broadcast-threshold applies; -1 turns run-time broadcasts off.")
+RUNTIME_FILTER_ENABLED = option(
+    "table.optimizer.runtime-filter.enabled", False, _bool,
+    "Cut the right side of a semi or anti join, in its producer, to the rows whose keys the "
+    "left side has, when the left side finished first and stored at most "
+    "table.optimizer.adaptive-broadcast-join.threshold (Flink's runtime filter, FLIP-324, with "
+    "an exact key set; off by default as in Flink).")
 SKEWED_JOIN_STRATEGY = option(
     "table.optimizer.skewed-join-optimization.strategy", "AUTO",
     _enum("AUTO", "FORCED", "NONE"),

@@ -39,7 +39,10 @@ from flintlock.api.transformations import (
     SourceTransformation,
     Transformation,
 )
-from flintlock.config.optimizer_options import ADAPTIVE_BROADCAST_JOIN_STRATEGY
+from flintlock.config.optimizer_options import (
+    ADAPTIVE_BROADCAST_JOIN_STRATEGY,
+    RUNTIME_FILTER_ENABLED,
+)
 from flintlock.config.options import AGG_PHASE_STRATEGY, BROADCAST_JOIN_THRESHOLD
 from flintlock.graph.size_estimates import estimated_bytes
 from flintlock.graph.stream_graph import (
@@ -59,6 +62,7 @@ from flintlock.runtime.operators.aggregation import plan_two_phase
 from flintlock.runtime.operators.specs import (
     BROADCAST_LEFT_JOINS,
     BROADCAST_RIGHT_JOINS,
+    REDUCIBLE_SIDES,
     GlobalAggregateSpec,
     JoinSpec,
     KeyedAggregateSpec,
@@ -364,11 +368,13 @@ class _Builder:
         sizes = [estimated_bytes(self.nodes, self.edges, r.node_id, self.source_facts)
                  for r in inputs]
         allowed = {"right": spec.how in BROADCAST_RIGHT_JOINS, "left": spec.how in BROADCAST_LEFT_JOINS}
+        filters = bool(self._option(RUNTIME_FILTER_ENABLED))
         probes = [
             (mine, side) for mine, other, side, build in (
                 (sizes[0], sizes[1], "left", "right"), (sizes[1], sizes[0], "right", "left"))
-            if allowed[build] and spec.how != "cross" and mine is not None and mine > threshold
-            and (other is None or other < mine)
+            if (allowed[build] or (filters and side in REDUCIBLE_SIDES.get(spec.how, ())))
+            and spec.how != "cross"
+            and mine is not None and mine > threshold and (other is None or other < mine)
         ]
         probe_bytes, probe = max(probes) if probes else (0, "")
         if self._option(ADAPTIVE_BROADCAST_JOIN_STRATEGY) == "RUNTIME_ONLY":

@@ -111,6 +111,9 @@ class PushedJoin:
         probe_side: ``"left"``/``"right"``: the side of that join this task's output is.
         output_dataset: the output the join is chained to.
         build_gate: the input gate that reads the other side whole.
+        reduce_only: run a semi join on the join's keys instead (the join type cannot
+            broadcast the other side but drops this side's unmatched rows): the output keeps
+            its columns, only fewer rows, and the consumer still runs its join.
     """
 
     consumer_name: str
@@ -118,6 +121,7 @@ class PushedJoin:
     probe_side: str
     output_dataset: IntermediateDataSetID
     build_gate: int
+    reduce_only: bool = False
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ DEFAULTS = {
     "table.optimizer.skewed-join-optimization.strategy": "AUTO",
     "table.optimizer.skewed-join-optimization.skewed-factor": "4",
     "table.optimizer.skewed-join-optimization.skewed-threshold": "256m",
+    "table.optimizer.runtime-filter.enabled": "false",
 }
 
 
@@ -119,3 +120,36 @@ def test_a_small_side_is_joined_where_the_large_side_is_produced(
     assert node["operator_strategy"].startswith("BROADCAST_HASH_JOIN (adaptive, right side ")
     assert node["operator_strategy"].endswith(" bytes, joined in Source: facts)")
     _check(tables, tmp_path / "pushed")
+
+
+def test_a_large_side_is_cut_to_the_small_sides_keys_before_a_semi_join(
+        tables: dict[str, str], tmp_path: Path) -> None:
+    """dims semi-joined with facts, with the runtime filter on: a semi join cannot broadcast its
+    left side, but its right side only tells whether a left key has a partner, so facts (held
+    until dims finished) keep only rows with a dims key before their exchange, and the join
+    vertex still runs the semi join."""
+    out = tmp_path / "cut"
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration({
+        "local.number-taskmanager": 2, "taskmanager.numberOfTaskSlots": 2,
+        "execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task": "64k",
+        **DEFAULTS, **RUNTIME_ONLY, "table.optimizer.join.broadcast-threshold": "10k",
+        "table.optimizer.skewed-join-optimization.strategy": "NONE",
+        "table.optimizer.runtime-filter.enabled": "true"}))
+    env.set_parallelism(4)
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    dims = env.from_source(FileSource.parquet(tables["dims"]), "dims").filter(
+        lambda row: row["d_key"] % 7 != 3)
+    facts = env.from_source(FileSource.parquet(tables["facts"]), "facts")
+    (dims.join(facts.select("f_key"), left_on="d_key", right_on="f_key", how="semi")
+     .select("d_name").sink_to(FileSink.parquet(str(out))))
+    client = env.execute_async("adaptive semi join")
+    client.get_job_execution_result(timeout_s=240)
+    (node,) = [n for n in client.get_job_details().plan["nodes"] if "Join" in n["description"]]
+    assert node["operator_strategy"].startswith(
+        "HASH_JOIN (right side cut to the keys of the left side, ")
+    got = duckdb.sql(f"select d_name from read_parquet('{out}/**/*.parquet') order by d_name").fetchall()
+    want = duckdb.sql(
+        f"select d_name from read_parquet('{tables['dims']}/*.parquet') where d_key % 7 <> 3 "
+        f"and d_key in (select f_key from read_parquet('{tables['facts']}/*.parquet')) "
+        "order by d_name").fetchall()
+    assert len(want) == 18 and got == want

@@ -151,6 +151,10 @@ class ExecutionJobVertex:
     #: the consumer whose head join this vertex runs as a broadcast join chained to its output
     #: (adaptive join in the probe side's producer); None: none
     pushed_join_into: JobVertexID | None = None
+    #: ``"left"``/``"right"``: which side of that join this vertex's output is
+    pushed_join_side: str = ""
+    #: it only cuts its rows to the other side's keys (a semi join); the join stays
+    pushed_join_reduce: bool = False
     #: ``"left"``/``"right"``: its head join already ran in that side's producers, whose rows
     #: arrive joined; "" as compiled
     pushed_probe_side: str = ""

@@ -31,6 +31,7 @@ from flintlock.runtime.jobgraph.types import ShipStrategy
 __all__ = [
     "BROADCAST_LEFT_JOINS",
     "BROADCAST_RIGHT_JOINS",
+    "REDUCIBLE_SIDES",
     "ConsumedColumnsSpec",
     "DistinctSpec",
     "DropSpec",
@@ -234,6 +235,12 @@ class ConsumedColumnsSpec:
 #: broadcast hash join: the non-broadcast side must be the one whose unmatched rows are kept).
 BROADCAST_RIGHT_JOINS = frozenset({"inner", "left", "semi", "anti", "cross"})
 BROADCAST_LEFT_JOINS = frozenset({"inner", "right", "cross"})
+#: Join type (``JoinSpec.how``) -> the sides that may be cut to the rows whose keys the other
+#: side has (a semi join) before the join: a semi or anti join's right side, which only tells
+#: whether a left key has a partner. (An outer join drops the other side's unmatched rows too,
+#: but its kept side is usually a whole dimension whose keys cover the other side, so the cut
+#: would cost a broadcast and keep every row, as with TPC-H Q13's customers and orders.)
+REDUCIBLE_SIDES = {"semi": ("right",), "anti": ("right",)}
 
 
 @dataclass(frozen=True)

@@ -164,9 +164,10 @@ def _pushed_join(graph: ExecutionGraph, vertex: ExecutionVertex, gates: int) -> 
     return PushedJoin(
         consumer_name=join.name,
         consumer_payload=join.job_vertex.invokable_payload,
-        probe_side=join.pushed_probe_side,
+        probe_side=ejv.pushed_join_side,
         output_dataset=ejv.job_vertex.results[0].id,
         build_gate=gates - 1,
+        reduce_only=ejv.pushed_join_reduce,
     )
 
 

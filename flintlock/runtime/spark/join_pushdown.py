@@ -14,6 +14,11 @@ columns its exchange would have carried (``ConsumedColumnsSpec``, as ``consumed_
 keeps its left/right order, and the joined output's exchange keeps the probe side's HASH keys
 (equal to the build side's keys on joined rows), so a chained keyed operator after the join
 still sees all rows of a key in one subtask.
+
+A join type that cannot broadcast the build side but drops the probe side's unmatched rows (a
+semi join's right side) is not moved: the producer only chains a broadcast semi join on the
+join's keys (``reduce_only``), so its rows without a partner stay home, and the join vertex runs
+as compiled.
 """
 
 from __future__ import annotations
@@ -29,23 +34,28 @@ __all__ = ["chain_join_to_output", "duplicate_column_error", "read_joined_probe"
 
 def chain_join_to_output(chain: S.OperatorChain, output_dataset: IntermediateDataSetID,
                          join_chain: S.OperatorChain, probe_side: str, build_gate: int,
-                         vertex_name: str) -> S.OperatorChain:
+                         vertex_name: str, reduce_only: bool = False) -> S.OperatorChain:
     """``chain`` with ``join_chain``'s head join appended before output ``output_dataset``.
 
     The output's node feeds a ``ConsumedColumnsSpec`` (the output's columns) and then the join,
     a broadcast join of the other side read from gate ``build_gate``; the output is written
-    from the join with all its columns.
+    from the join with all its columns. ``reduce_only``: a broadcast semi join on the join's
+    keys instead, which keeps this side's rows whose keys the other side has (the join type
+    drops the others; the consumer still runs its join).
 
     Raises:
         OperatorException: (non-recoverable) no such output, or the head of ``join_chain`` is
-            not a hash join that may broadcast the side opposite ``probe_side``.
+            not a hash join that may broadcast the side opposite ``probe_side`` (or, with
+            ``reduce_only``, that drops ``probe_side``'s unmatched rows).
     """
     head = join_chain.head()
     spec = head.spec
     build = "right" if probe_side == "left" else "left"
     allowed = S.BROADCAST_RIGHT_JOINS if build == "right" else S.BROADCAST_LEFT_JOINS
+    how = spec.how.lower() if isinstance(spec, S.JoinSpec) else ""
+    fits = probe_side in S.REDUCIBLE_SIDES.get(how, ()) if reduce_only else how in allowed
     if not isinstance(spec, S.JoinSpec) or spec.broadcast or probe_side not in ("left", "right") \
-            or spec.how.lower() not in allowed or spec.how.lower() == "cross":
+            or not fits or how == "cross":
         raise OperatorException(
             f"vertex '{vertex_name}' was deployed to run the {build}-side broadcast join of its "
             f"consumer, whose head is {head.name!r} ({type(spec).__name__}"
@@ -62,9 +72,17 @@ def chain_join_to_output(chain: S.OperatorChain, output_dataset: IntermediateDat
     nodes[feeding] = dataclasses.replace(node, outputs=tuple(o for o in node.outputs if o != index))
     nodes.append(S.ChainedNode(head.operator_id, f"{head.name} (consumed columns)",
                                S.ConsumedColumnsSpec(output.columns), (), feeding, ()))
-    nodes.append(S.ChainedNode(head.operator_id, head.name,
-                               dataclasses.replace(spec, broadcast=build, probe=""),
-                               (build_gate,), len(nodes) - 1, (index,)))
+    if reduce_only:  # this side's keys on the left, whichever side of the join it is
+        mine, theirs = (spec.left_on, spec.right_on) if probe_side == "left" \
+            else (spec.right_on, spec.left_on)
+        join = S.JoinSpec("semi", tuple(mine), tuple(theirs), broadcast="right")
+        name = f"{head.name} (keys of the {build} side)"
+        build = "right"
+    else:
+        join = dataclasses.replace(spec, broadcast=build, probe="", probe_bytes=0)
+        name = head.name
+    nodes.append(S.ChainedNode(head.operator_id, name, join, (build_gate,), len(nodes) - 1,
+                               (index,)))
     outputs = list(chain.outputs)
     outputs[index] = dataclasses.replace(output, columns=None)
     return S.OperatorChain(nodes=tuple(nodes), outputs=tuple(outputs))

@@ -273,7 +273,7 @@ class SparkStreamTask:
                     non_recoverable=True) from exc
             chain = chain_join_to_output(chain, pushed.output_dataset, join_chain,
                                          pushed.probe_side, pushed.build_gate,
-                                         self._tdd.vertex_name)
+                                         self._tdd.vertex_name, pushed.reduce_only)
         return chain
 
     def _read_gate(self, spark: Any, index: int) -> GateRead:

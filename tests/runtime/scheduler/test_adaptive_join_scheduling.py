@@ -245,3 +245,29 @@ def test_a_producer_that_starts_before_the_other_side_finished_leaves_the_join()
     joins = deploys(d.finish(mid, sizes=(100,) * 4))
     assert joins and {c.tdd.pushed_probe_side for c in joins} == {""}
     assert {c.tdd.broadcast_join_side for c in joins} == {"right"}  # decided at the join
+
+
+def test_a_runtime_filter_cuts_a_semi_joins_right_side_to_the_left_sides_keys() -> None:
+    """A semi join cannot broadcast its left side; its right side only tells whether a left key
+    has a partner, so with table.optimizer.runtime-filter.enabled its producer keeps only rows
+    whose keys the left side has, and the join stays."""
+    job = make_job([("orders", 1), ("lineitem", 1), ("join", 4)],
+                   [(0, 2, S.HASH), (1, 2, S.HASH)], auto=frozenset({1, 2}),
+                   joins={2: "semi"}, probes={2: "right"})
+    join = dataclasses.replace(job.vertices[2], adaptive_join_probe_bytes=10_000)
+    job = _with_sources(dataclasses.replace(job, vertices=(*job.vertices[:2], join)), 1)
+    filters = {"table.optimizer.runtime-filter.enabled": "true"}
+    d = Driver(job, adaptive=True, **{VOLUME: "1000", THRESHOLD: "40"})  # off by default
+    d.handle(StartScheduling())
+    assert sorted(names(deploys(d.offer(3)[1]))) == ["lineitem (1/1)#0", "orders (1/1)#0"]
+    d = Driver(job, adaptive=True, **{VOLUME: "1000", THRESHOLD: "40", **filters})
+    d.handle(StartScheduling())
+    (orders,) = deploys(d.offer(3)[1])
+    (probe,) = deploys(d.finish(orders, sizes=(10,) * 4))
+    pushed = probe.tdd.pushed_join
+    assert probe.tdd.vertex_name == "lineitem" and pushed is not None
+    assert (pushed.probe_side, pushed.reduce_only, pushed.build_gate) == ("right", True, 0)
+    joins = deploys(d.finish(probe, sizes=(50,) * 4)) + deploys(d.offer(2)[1])
+    assert joins and {(c.tdd.pushed_probe_side, len(c.tdd.input_gates)) for c in joins} == {("", 2)}
+    assert d.graph.archive().plan["nodes"][2]["operator_strategy"] == (
+        "HASH_JOIN (right side cut to the keys of the left side, 40 bytes, in lineitem)")

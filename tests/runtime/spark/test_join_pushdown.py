@@ -59,6 +59,33 @@ def test_a_right_probe_side_broadcasts_the_left_side() -> None:
     assert (joined.spec.broadcast, joined.gate_inputs) == ("left", (3,))
 
 
+@pytest.mark.parametrize(("how", "probe", "keys"), [
+    ("semi", "right", (("o_k",), ("l_k",))),   # a semi join cannot broadcast its left side
+    ("anti", "right", (("o_k",), ("l_k",))),
+])
+def test_a_side_that_the_join_cuts_to_matches_keeps_rows_with_the_other_sides_keys(
+        how: str, probe: str, keys: tuple[tuple[str, ...], tuple[str, ...]]) -> None:
+    spec = S.JoinSpec(how, *keys)
+    rewritten = chain_join_to_output(_probe_chain(), TO_JOIN, _join_chain(spec), probe, 0, "v",
+                                     reduce_only=True)
+    joined = rewritten.nodes[-1]
+    assert joined.spec == S.JoinSpec("semi", ("l_k",), ("o_k",), broadcast="right")
+    assert (joined.gate_inputs, joined.outputs) == ((0,), (0,))
+    assert rewritten.nodes[-2].spec == S.ConsumedColumnsSpec(("l_k", "l_v"))
+
+
+@pytest.mark.parametrize(("how", "probe"), [
+    ("anti", "left"), ("full", "left"), ("left", "left"),
+    ("left", "right"),  # dropped unmatched, but the kept side's keys usually cover it: not cut
+    ("inner", "left"),  # an inner join moves instead
+])
+def test_only_a_semi_or_anti_joins_right_side_is_cut(how: str, probe: str) -> None:
+    with pytest.raises(OperatorException, match="run the") as info:
+        chain_join_to_output(_probe_chain(), TO_JOIN, _join_chain(S.JoinSpec(how, ("k",), ("k",))),
+                             probe, 0, "v", reduce_only=True)
+    assert info.value.non_recoverable
+
+
 @pytest.mark.parametrize(("how", "probe"), [
     ("left", "right"),   # a left join keeps the left side's unmatched rows: it cannot be built
     ("full", "left"),

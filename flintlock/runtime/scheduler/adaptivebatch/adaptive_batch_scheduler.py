@@ -316,7 +316,7 @@ class AdaptiveBatchScheduler(DefaultScheduler):
     def _probe_join(self, ejv: ExecutionJobVertex) -> ProbeJoin | None:
         """The join ``ejv`` (being initialized) may run, without having been held: it feeds only
         a join sized at run time whose other side already finished (``probe_side_of``)."""
-        return probe_side_of(self.graph, ejv) if self._probes_enabled else None
+        return probe_side_of(self.graph, ejv, self.join_settings) if self._probes_enabled else None
 
     def _push_join(self, probe: ExecutionJobVertex, plan: ProbeJoin) -> None:
         """Just initialized ``probe``, whose join's other side finished: when that side stored at
@@ -339,6 +339,16 @@ class AdaptiveBatchScheduler(DefaultScheduler):
             return
         self.graph.add_broadcast_input(probe.id, plan.build_dataset)
         probe.pushed_join_into = join.id
+        probe.pushed_join_side = plan.probe_side
+        probe.pushed_join_reduce = plan.reduce_only
+        if plan.reduce_only:
+            join.operator_strategy = (f"HASH_JOIN ({plan.probe_side} side cut to the keys of the "
+                                      f"{plan.build_side} side, {stored} bytes, in {probe.name})")
+            probe.operator_strategy = (f"keeps the rows whose keys the {plan.build_side} side "
+                                       f"of {join.name} has")
+            log.info("job %s: %s cuts its rows to the keys of the %s side of %s (%d bytes)",
+                     self.graph.job_id, probe.name, plan.build_side, join.name, stored)
+            return
         join.pushed_probe_side = plan.probe_side
         join.operator_strategy = (f"BROADCAST_HASH_JOIN (adaptive, {plan.build_side} side "
                                   f"{stored} bytes, joined in {probe.name})")

@@ -38,6 +38,7 @@ from flintlock.config.configuration import Configuration
 from flintlock.config.optimizer_options import (
     ADAPTIVE_BROADCAST_JOIN_STRATEGY,
     ADAPTIVE_BROADCAST_JOIN_THRESHOLD,
+    RUNTIME_FILTER_ENABLED,
     SKEWED_JOIN_FACTOR,
     SKEWED_JOIN_STRATEGY,
     SKEWED_JOIN_THRESHOLD,
@@ -82,6 +83,8 @@ class AdaptiveJoinSettings:
     skew_strategy: str = "AUTO"
     skewed_factor: float = 4.0
     skewed_threshold: int = 256 << 20
+    #: ``table.optimizer.runtime-filter.enabled``: cut a semi/anti join's right side
+    runtime_filter: bool = False
 
     @classmethod
     def from_configuration(cls, configuration: Configuration) -> AdaptiveJoinSettings:
@@ -95,6 +98,7 @@ class AdaptiveJoinSettings:
             skew_strategy=configuration.get(SKEWED_JOIN_STRATEGY),
             skewed_factor=configuration.get(SKEWED_JOIN_FACTOR),
             skewed_threshold=configuration.get(SKEWED_JOIN_THRESHOLD),
+            runtime_filter=configuration.get(RUNTIME_FILTER_ENABLED),
         )
 
 

@@ -28,7 +28,11 @@ from flintlock.runtime.executiongraph.intermediate_result import IntermediateRes
 from flintlock.runtime.ids import IntermediateDataSetID, JobVertexID
 from flintlock.runtime.jobgraph.job_graph import JobEdge, JobVertex
 from flintlock.runtime.jobgraph.types import ShipStrategy
-from flintlock.runtime.operators.specs import BROADCAST_LEFT_JOINS, BROADCAST_RIGHT_JOINS
+from flintlock.runtime.operators.specs import (
+    BROADCAST_LEFT_JOINS,
+    BROADCAST_RIGHT_JOINS,
+    REDUCIBLE_SIDES,
+)
 from flintlock.runtime.scheduler.adaptivebatch.adaptive_join import AdaptiveJoinSettings
 
 __all__ = [
@@ -62,6 +66,9 @@ class ProbeJoin:
     #: the probe side's expected bytes (uncompressed rows): the planner's estimate for a held
     #: producer, else ``UNCOMPRESSED_PER_STORED`` x what its own inputs stored
     probe_bytes: int = 0
+    #: the join type cannot broadcast the other side, but drops this side's unmatched rows: the
+    #: producer only cuts its rows to the other side's keys (a semi join) and the join stays
+    reduce_only: bool = False
 
     @property
     def build_side(self) -> str:
@@ -100,16 +107,18 @@ def probe_joins(graph: ExecutionGraph, settings: AdaptiveJoinSettings) -> dict[J
             continue
         probe_edge, build_edge = edges if jv.adaptive_join_probe == "left" else edges[::-1]
         producer = graph.job_vertices[graph.producer_vertex_of(probe_edge.source)]
+        reduce_only = _reduce_only(jv.adaptive_join, jv.adaptive_join_probe, settings)
         if producer.initialized or producer.id not in graph.dynamic_vertices \
-                or len(producer.job_vertex.results) != 1 \
+                or len(producer.job_vertex.results) != 1 or reduce_only is None \
                 or producer.id == graph.producer_vertex_of(build_edge.source):
             continue
         out[producer.id] = ProbeJoin(jv.id, jv.adaptive_join_probe, build_edge.source,
-                                     jv.adaptive_join_probe_bytes)
+                                     jv.adaptive_join_probe_bytes, reduce_only)
     return out
 
 
-def probe_side_of(graph: ExecutionGraph, producer: ExecutionJobVertex) -> ProbeJoin | None:
+def probe_side_of(graph: ExecutionGraph, producer: ExecutionJobVertex,
+                  settings: AdaptiveJoinSettings) -> ProbeJoin | None:
     """The join a producer that is being initialized may run as its probe side (pure): it is
     sized at run time and feeds only a join sized at run time, not yet initialized, whose
     head may move (``JobVertex.adaptive_join_probe`` set), whose join type may broadcast the
@@ -124,14 +133,25 @@ def probe_side_of(graph: ExecutionGraph, producer: ExecutionJobVertex) -> ProbeJ
         return None
     side = "left" if edges[0].source == dataset.id else "right"
     build_edge = edges[1] if side == "left" else edges[0]
-    how = join.job_vertex.adaptive_join
-    if how == "cross" or how not in (BROADCAST_RIGHT_JOINS if side == "left" else BROADCAST_LEFT_JOINS):
+    reduce_only = _reduce_only(join.job_vertex.adaptive_join, side, settings)
+    if reduce_only is None:
         return None
     build = graph.job_vertices[graph.producer_vertex_of(build_edge.source)]
     if build.id == producer.id or not build.initialized or not build.all_finished():
         return None
     read = sum(stored_bytes(graph.results[e.source]) for e in jv.inputs)
-    return ProbeJoin(join.id, side, build_edge.source, read * UNCOMPRESSED_PER_STORED)
+    return ProbeJoin(join.id, side, build_edge.source, read * UNCOMPRESSED_PER_STORED, reduce_only)
+
+
+def _reduce_only(how: str, probe_side: str, settings: AdaptiveJoinSettings) -> bool | None:
+    """False: the join type may broadcast the side opposite ``probe_side`` (the join moves);
+    True: it may not, but ``probe_side`` may be cut to the other side's keys (the runtime
+    filter, when enabled); None: neither."""
+    if how == "cross":
+        return None
+    if how in (BROADCAST_RIGHT_JOINS if probe_side == "left" else BROADCAST_LEFT_JOINS):
+        return False
+    return True if settings.runtime_filter and probe_side in REDUCIBLE_SIDES.get(how, ()) else None
 
 
 def _join_edges(graph: ExecutionGraph, join: ExecutionJobVertex) -> list[JobEdge] | None:
