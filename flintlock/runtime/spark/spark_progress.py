@@ -231,7 +231,16 @@ class SparkTaskProgress:
     Args:
         interval_s: how often the daemon thread reads Spark's progress (s).
         clock: monotonic seconds (tests pass a fake one).
+        sql_rows_after_s: how long the attempt runs before its polls also read the SQL
+            executions' row metrics (s). Reading them costs 0.2-0.8 s of Py4J round trips per
+            new SQL execution on a busy 2-core machine (the plan graph, node by node), which
+            stretched 1-2 s subtasks by up to a second; they only add to the stage counts once
+            an executor heartbeat (``spark.executor.heartbeatInterval``, 3 s) reported a running
+            Spark task's rows, so subtasks shorter than that never read them.
     """
+
+    #: the default of ``sql_rows_after_s`` (s): the embedded server's executor heartbeat interval
+    SQL_ROWS_AFTER_S = 3.0
 
     back_pressured_ms = 0.0
     idle_ms = 0.0
@@ -239,7 +248,8 @@ class SparkTaskProgress:
     input_watermark = None
     output_watermark = None
 
-    def __init__(self, interval_s: float = 1.0, clock: Any = time.monotonic) -> None:
+    def __init__(self, interval_s: float = 1.0, clock: Any = time.monotonic,
+                 sql_rows_after_s: float = SQL_ROWS_AFTER_S) -> None:
         self.records_in = self.records_out = self.bytes_in = self.bytes_out = 0
         self._interval_s = max(0.05, interval_s)
         self._clock = clock
@@ -251,6 +261,7 @@ class SparkTaskProgress:
         self._session: Any = None
         self._tag = ""
         self._sql = SqlRowCounts()
+        self._sql_rows_after_s = sql_rows_after_s
 
     @property
     def busy_ms(self) -> float:
@@ -306,14 +317,17 @@ class SparkTaskProgress:
             except Exception:
                 log.debug("removeProgressHandler failed", exc_info=True)
             self._handler = None
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(5.0)
-            io = embedded_tagged_io(self._session, self._tag, self._sql) if final_read else None
+        # a finished attempt does not wait for a poll in flight: its result has the exact counts
+        thread = self._thread
+        if final_read and thread is not None and thread is not threading.current_thread():
+            thread.join(5.0)
+            io = embedded_tagged_io(self._session, self._tag, self._sql)
             if io is not None:
                 self.update(io)
 
     def _poll(self, session: Any, tag: str) -> None:
         while not self._stopped.wait(self._interval_s):
-            io = embedded_tagged_io(session, tag, self._sql)
-            if io is not None:
+            sql = self._sql if self.busy_ms >= self._sql_rows_after_s * 1000.0 else None
+            io = embedded_tagged_io(session, tag, sql)
+            if io is not None and not self._stopped.is_set():
                 self.update(io)

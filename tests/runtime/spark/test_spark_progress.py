@@ -112,6 +112,38 @@ def test_stop_reads_the_embedded_servers_counts_once_more(monkeypatch: pytest.Mo
     assert len(reads) == 1 and finished.records_in == 0
 
 
+def test_polls_read_sql_row_metrics_only_once_the_attempt_ran_past_a_heartbeat(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading SQL row metrics costs Py4J round trips per execution; a short attempt reads only
+    the stage counts, a long one also the row metrics (after ``sql_rows_after_s``)."""
+    monkeypatch.setattr(spark_progress, "embedded_spark_context", lambda: object())
+    now = [100.0]
+    polls: list[bool] = []
+    seen = threading.Condition()
+
+    def tagged_io(session: object, tag: str, sql: object = None) -> IOMetrics:
+        with seen:
+            polls.append(sql is not None)
+            seen.notify_all()
+        return IOMetrics(records_in=len(polls))
+
+    def wait_for(count: int) -> None:
+        with seen:
+            assert seen.wait_for(lambda: len(polls) >= count, timeout=10.0), polls
+
+    monkeypatch.setattr(spark_progress, "embedded_tagged_io", tagged_io)
+    progress = SparkTaskProgress(interval_s=0.05, clock=lambda: now[0], sql_rows_after_s=3.0)
+    progress.start(object(), "flintlock-tag", "progress")
+    wait_for(2)
+    now[0] += 3.0
+    with seen:
+        before = len(polls)
+    wait_for(before + 2)
+    progress.stop(final_read=False)
+    assert polls[:2] == [False, False] and polls[-1] is True, polls
+    assert progress.records_in >= 2
+
+
 def test_sql_sum_metrics_parse_as_spark_formats_them() -> None:
     assert spark_progress.parse_sum_metric("2,834,432") == 2_834_432
     assert spark_progress.parse_sum_metric("7") == 7
