@@ -56,11 +56,12 @@ ADAPTIVE_BROADCAST_JOIN_THRESHOLD = option(
     "(spark.sql.adaptive.autoBroadcastJoinThreshold, 10 MB of rows in memory). Unset, a set "
     "table.optimizer.join.broadcast-threshold applies; -1 turns run-time broadcasts off.")
 RUNTIME_FILTER_ENABLED = option(
-    "table.optimizer.runtime-filter.enabled", False, _bool,
+    "table.optimizer.runtime-filter.enabled", True, _bool,
     "Cut the right side of a semi or anti join, in its producer, to the rows whose keys the "
     "left side has, when the left side finished first and stored at most "
     "table.optimizer.adaptive-broadcast-join.threshold (Flink's runtime filter, FLIP-324, with "
-    "an exact key set; off by default as in Flink).")
+    "an exact key set). On by default, unlike Flink: the cut costs a broadcast of a side "
+    "already known to be small, and TPC-H Q4 takes 0.6x the time with it.")
 SKEWED_JOIN_STRATEGY = option(
     "table.optimizer.skewed-join-optimization.strategy", "AUTO",
     _enum("AUTO", "FORCED", "NONE"),

@@ -275,8 +275,8 @@ def test_a_large_side_joined_with_one_of_unknown_size_is_the_probe_side(tmp_path
 @pytest.mark.parametrize(("how", "probe"), [
     ("inner", "right"), ("right", "right"),
     ("left", "any"),     # cannot broadcast the left side; its right side is not cut either
-    ("semi", "any"),     # cannot broadcast the left side; the right side is cut only with
-    ("full", "any"),     # the runtime filter on (below); neither
+    ("semi", "right"),   # cannot broadcast the left side; the runtime filter (on by default,
+    ("full", "any"),     # below) cuts the right side; neither
 ])
 def test_the_probe_side_needs_a_join_type_that_broadcasts_the_other_or_drops_its_rows(
         tmp_path: Path, how: str, probe: str) -> None:
@@ -299,15 +299,19 @@ def test_either_side_may_be_the_probe_when_neither_size_is_known() -> None:
     assert _chain(join).nodes[0].spec.probe == ""
 
 
+@pytest.mark.parametrize("enabled, probe", [(None, "right"), ("true", "right"), ("false", "any")])
 def test_with_the_runtime_filter_a_semi_joins_large_right_side_is_the_probe_side(
-        tmp_path: Path) -> None:
+        tmp_path: Path, enabled: str | None, probe: str) -> None:
+    """table.optimizer.runtime-filter.enabled is on by default."""
     a = _parquet_dir(tmp_path, "a", 2000)
-    env = _configured(conf={"table.optimizer.join.broadcast-threshold": "10",
-                            "table.optimizer.runtime-filter.enabled": "true"})
+    conf = {"table.optimizer.join.broadcast-threshold": "10"}
+    if enabled is not None:
+        conf["table.optimizer.runtime-filter.enabled"] = enabled
+    env = _configured(conf=conf)
     per_key = env.from_source(FakeSource()).key_by("k").agg(F.count(F.lit(1)).alias("n"))
     per_key.join(env.from_source(FileSource.parquet(a), "a"), on="k", how="semi").select("n") \
         .sink_to(FakeSink())
-    assert env.get_job_graph().vertices[-1].adaptive_join_probe == "right"
+    assert env.get_job_graph().vertices[-1].adaptive_join_probe == probe
 
 
 def test_no_probe_side_when_the_columns_after_the_join_are_unknown(tmp_path: Path) -> None:

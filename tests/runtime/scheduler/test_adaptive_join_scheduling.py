@@ -249,18 +249,18 @@ def test_a_producer_that_starts_before_the_other_side_finished_leaves_the_join()
 
 def test_a_runtime_filter_cuts_a_semi_joins_right_side_to_the_left_sides_keys() -> None:
     """A semi join cannot broadcast its left side; its right side only tells whether a left key
-    has a partner, so with table.optimizer.runtime-filter.enabled its producer keeps only rows
-    whose keys the left side has, and the join stays."""
+    has a partner, so with table.optimizer.runtime-filter.enabled (the default) its producer
+    keeps only rows whose keys the left side has, and the join stays."""
     job = make_job([("orders", 1), ("lineitem", 1), ("join", 4)],
                    [(0, 2, S.HASH), (1, 2, S.HASH)], auto=frozenset({1, 2}),
                    joins={2: "semi"}, probes={2: "right"})
     join = dataclasses.replace(job.vertices[2], adaptive_join_probe_bytes=10_000)
     job = _with_sources(dataclasses.replace(job, vertices=(*job.vertices[:2], join)), 1)
-    filters = {"table.optimizer.runtime-filter.enabled": "true"}
-    d = Driver(job, adaptive=True, **{VOLUME: "1000", THRESHOLD: "40"})  # off by default
+    off = {"table.optimizer.runtime-filter.enabled": "false"}
+    d = Driver(job, adaptive=True, **{VOLUME: "1000", THRESHOLD: "40", **off})
     d.handle(StartScheduling())
     assert sorted(names(deploys(d.offer(3)[1]))) == ["lineitem (1/1)#0", "orders (1/1)#0"]
-    d = Driver(job, adaptive=True, **{VOLUME: "1000", THRESHOLD: "40", **filters})
+    d = Driver(job, adaptive=True, **{VOLUME: "1000", THRESHOLD: "40"})
     d.handle(StartScheduling())
     (orders,) = deploys(d.offer(3)[1])
     (probe,) = deploys(d.finish(orders, sizes=(10,) * 4))

@@ -84,7 +84,7 @@ class AdaptiveJoinSettings:
     skewed_factor: float = 4.0
     skewed_threshold: int = 256 << 20
     #: ``table.optimizer.runtime-filter.enabled``: cut a semi/anti join's right side
-    runtime_filter: bool = False
+    runtime_filter: bool = True
 
     @classmethod
     def from_configuration(cls, configuration: Configuration) -> AdaptiveJoinSettings:
