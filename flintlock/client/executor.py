@@ -230,5 +230,5 @@ class DispatcherJobClient(PollingJobClient):
         return wait_for_savepoint(
             lambda: self._run(self._dispatcher.savepoint_status(self._job_id, trigger)), timeout_s)
 
-    def _result(self) -> JobResult | None:
-        return self._run(self._dispatcher.request_job_result(self._job_id))
+    def _result(self, wait_s: float = 0.0) -> JobResult | None:
+        return self._run(self._dispatcher.request_job_result(self._job_id, wait_s))

@@ -301,5 +301,5 @@ class RemoteJobClient(PollingJobClient):
         return wait_for_savepoint(
             lambda: self._client.savepoint_status(self._job_id, trigger_id), timeout_s)
 
-    def _result(self) -> JobResult | None:
-        return self._client.job_result(self._job_id)
+    def _result(self, wait_s: float = 0.0) -> JobResult | None:
+        return self._client.job_result(self._job_id, wait_s)

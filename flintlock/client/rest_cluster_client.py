@@ -253,9 +253,12 @@ class RestClusterClient:
         return self._trigger(f"/jobs/{job_id}/stop",
                              {"targetDirectory": target_directory, "drain": drain})
 
-    def job_result(self, job_id: JobID | str) -> JobResult | None:
-        """The JobResult once the job is globally terminal, else ``None``."""
-        body = self._request("GET", f"/jobs/{job_id}/execution-result")
+    def job_result(self, job_id: JobID | str, wait_s: float = 0.0) -> JobResult | None:
+        """The JobResult once the job is globally terminal, else ``None``; with ``wait_s`` (s),
+        the JobManager answers as soon as the job ends, ``None`` after ``wait_s`` (``wait-ms``,
+        a blocking query)."""
+        params = {"wait-ms": max(1, round(wait_s * 1000))} if wait_s > 0 else None
+        body = self._request("GET", f"/jobs/{job_id}/execution-result", params=params)
         if body.get("status", {}).get("id") != "COMPLETED":
             return None
         return job_result_from_json(body["job-execution-result"], self.job_name(job_id))

@@ -61,7 +61,7 @@ class RecordingDispatcher:
     async def submit_job(self, job_graph: JobGraph) -> None:
         self.submitted.append(job_graph)
 
-    async def request_job_result(self, job_id: JobID) -> JobResult | None:
+    async def request_job_result(self, job_id: JobID, timeout_s: float = 0.0) -> JobResult | None:
         graph = next(g for g in self.submitted if g.job_id == job_id)
         outcome = graph.name.split("-", 2)[2]
         if outcome.startswith("async") and not self.release.is_set():
@@ -184,10 +184,10 @@ class KnowingDispatcher(RecordingDispatcher):
             raise DuplicateJobSubmissionException(f"Job {job_graph.job_id} has already been submitted.")
         await super().submit_job(job_graph)
 
-    async def request_job_result(self, job_id: JobID) -> JobResult | None:
+    async def request_job_result(self, job_id: JobID, timeout_s: float = 0.0) -> JobResult | None:
         if job_id in self.known:
             return JobResult(job_id, "earlier", self.known[job_id], 5)
-        return await super().request_job_result(job_id)
+        return await super().request_job_result(job_id, timeout_s)
 
 
 def test_stable_job_ids_depend_on_the_application_and_the_position_only() -> None:

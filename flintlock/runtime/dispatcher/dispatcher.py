@@ -55,7 +55,7 @@ from flintlock.runtime.resourcemanager.gateway import (
     ResourceOverview,
     TaskManagerInfo,
 )
-from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID, FencedRpcEndpoint
+from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID, Deferred, FencedRpcEndpoint
 from flintlock.runtime.rpc.messages import ACK, Acknowledge
 from flintlock.runtime.rpc.service import RpcService
 from flintlock.runtime.shuffle.layout import release_partitions
@@ -170,6 +170,8 @@ class Dispatcher(FencedRpcEndpoint):
         self._completed: OrderedDict[JobID, tuple[ArchivedExecutionGraph, JobResult]] = OrderedDict()
         #: FINISHED jobs whose sinks still release what kept their commit recoverable
         self._releasing: set[JobID] = set()
+        #: set once a job's result can be handed out (``request_job_result`` with a timeout)
+        self._result_ready: dict[JobID, asyncio.Event] = {}
         self._savepoints = SavepointOperations()
         #: JobMasters of finished jobs that are still stopping (awaited in ``on_stop``)
         self._stopping: dict[JobID, Any] = {}
@@ -307,7 +309,9 @@ class Dispatcher(FencedRpcEndpoint):
             job_id = archived.job_id
             self._releasing.add(job_id)
             released = asyncio.wrap_future(io_executor().submit(_release_sinks, job_id, sinks))
-            released.add_done_callback(lambda _: self._releasing.discard(job_id))
+            released.add_done_callback(lambda _: self._result_released(job_id))
+        else:
+            self._result_released(archived.job_id)
         if archived.job_type is JobType.STREAMING:
             self.schedule(COLLECT_RETENTION_S, self._release_collect, archived.job_id,
                           self._collect_root(archived.job_id, archived.configuration))
@@ -346,9 +350,37 @@ class Dispatcher(FencedRpcEndpoint):
             return JobStatus.CANCELLING if entry.cancel_requested else JobStatus.INITIALIZING
         return await entry.gateway.request_job_status()
 
-    async def request_job_result(self, job_id: JobID) -> JobResult | None:
+    def _result_released(self, job_id: JobID) -> None:
+        self._releasing.discard(job_id)
+        ready = self._result_ready.pop(job_id, None)
+        if ready is not None:
+            ready.set()
+
+    async def request_job_result(self, job_id: JobID,
+                                 timeout_s: float = 0.0) -> JobResult | None | Deferred:
         """The JobResult of a globally terminal job whose sinks released what they kept for
-        recovery (``FileSink.release``); None before that."""
+        recovery (``FileSink.release``); None before that. With ``timeout_s`` (s), a blocking
+        query: the answer comes as soon as the result is there, None after ``timeout_s``
+        (a ``Deferred`` answer, so the mailbox goes on meanwhile).
+
+        Raises:
+            FlinkJobNotFoundException: an unknown job (or one dropped from the history).
+        """
+        result = self._job_result_now(job_id)
+        if result is not None or timeout_s <= 0:
+            return result
+        ready = self._result_ready.setdefault(job_id, asyncio.Event())
+
+        async def later() -> JobResult | None:
+            try:
+                await asyncio.wait_for(ready.wait(), timeout_s)
+            except TimeoutError:
+                pass
+            return await self.run_in_mailbox(self._job_result_now, job_id)
+
+        return Deferred(later)
+
+    def _job_result_now(self, job_id: JobID) -> JobResult | None:
         entry = self._lookup(job_id)
         if not isinstance(entry, tuple) or job_id in self._releasing:
             return None

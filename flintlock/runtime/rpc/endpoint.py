@@ -10,6 +10,10 @@ Rules for subclasses:
   runs later in the mailbox.
 - Timers use ``schedule(delay_s, fn)``; ``fn`` runs in the mailbox, time comes from the clock.
 - Task threads post into the mailbox with ``post_from_thread(fn, *args)``.
+- A handler whose answer comes later (Flink's gateway methods that return a
+  ``CompletableFuture``, e.g. ``Dispatcher.requestJobResult``) returns ``Deferred(later)``: the
+  mailbox goes on, and the caller gets what ``later()`` returns; ``later`` runs outside the
+  mailbox, so it reads endpoint state through ``run_in_mailbox``.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from typing import Any
 from flintlock.runtime.clock import Clock, SystemClock, TimerHandle
 from flintlock.runtime.rpc.exceptions import EndpointNotStartedError, FencingTokenMismatch
 
-__all__ = ["DEFAULT_LEADER_ID", "FencedRpcEndpoint", "RpcEndpoint", "current_endpoint_id"]
+__all__ = ["DEFAULT_LEADER_ID", "Deferred", "FencedRpcEndpoint", "RpcEndpoint",
+           "current_endpoint_id"]
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +38,17 @@ log = logging.getLogger(__name__)
 DEFAULT_LEADER_ID = "00000000000000000000000000000000"
 
 _STOP = object()
+
+
+class Deferred:
+    """An RPC handler's answer that completes after the handler returned (see the module
+    docstring): ``dispatch`` awaits ``later()`` outside the mailbox. A handler called directly,
+    not through a gateway, returns this object; ``await deferred.later()`` gives the answer."""
+
+    __slots__ = ("later",)
+
+    def __init__(self, later: Callable[[], Awaitable[Any]]) -> None:
+        self.later = later
 
 #: the endpoint whose mailbox runs the current code (inherited by its ``run_async`` work)
 _CURRENT_ENDPOINT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -183,7 +199,10 @@ class RpcEndpoint:
             self.check_fencing(method, args, kwargs, fencing_token)
             return handler(*args, **kwargs)
 
-        return await self.run_in_mailbox(fenced)
+        result = await self.run_in_mailbox(fenced)
+        if isinstance(result, Deferred):
+            return await result.later()
+        return result
 
     def deliver_oneway(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any],
                        fencing_token: str | None = None) -> None:

@@ -187,6 +187,39 @@ def test_a_finished_jobs_result_is_handed_out_after_its_sinks_released_off_the_l
     asyncio.run(body())
 
 
+def test_a_blocking_result_query_answers_when_the_result_is_there_or_after_its_timeout() -> None:
+    """``request_job_result(job, timeout_s)``: None after the timeout while the job runs; during
+    a wait, the answer comes as soon as the result can be handed out (after the sinks' release),
+    not at the end of the timeout."""
+    async def body() -> None:
+        rpc, rm, d, gw, masters = await _setup()
+        sink = BlockingReleaseSink()
+        v = JobVertex(JobVertexID.generate(), "Sink: x", 1, 128,
+                      "flintlock.testing.invokables:NoOpInvokable", sinks=(sink,))
+        jg = JobGraph(JobID.generate(), "with sink", JobType.BATCH, (v,), {})
+        await gw.submit_job(jg)
+        await wait_until(lambda: d._running[jg.job_id].gateway is not None, describe=lambda: "gateway")
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        assert await gw.request_job_result(jg.job_id, 0.05) is None
+        assert loop.time() - started >= 0.05
+        waiting = asyncio.ensure_future(gw.request_job_result(jg.job_id, 30.0, timeout=40.0))
+        # the wait does not hold the Dispatcher's mailbox: other calls are answered meanwhile
+        assert await gw.request_job_status(jg.job_id) is JobStatus.RUNNING
+        masters[0].finish("SUCCEEDED")
+        await wait_until(lambda: sink.released, describe=lambda: "release called")
+        assert not waiting.done()  # FINISHED, but the result waits for the release
+        sink.may_return.set()
+        result = await asyncio.wait_for(waiting, 10.0)
+        assert result is not None and result.application_status == "SUCCEEDED"
+        with pytest.raises(FlinkJobNotFoundException):
+            await gw.request_job_result(JobID.generate(), 0.05)
+        await d.stop()
+        await rm.stop()
+
+    asyncio.run(body())
+
+
 def test_job_master_that_fails_to_start_fails_the_job_with_its_cause() -> None:
     async def body() -> None:
         rpc = InProcRpcService()

@@ -29,7 +29,7 @@ class RecordingDispatcher:
         self.submitted.append(job_graph.job_id)
         return "ack"
 
-    async def request_job_result(self, job_id: JobID) -> JobResult | None:
+    async def request_job_result(self, job_id: JobID, timeout_s: float = 0.0) -> JobResult | None:
         return None if self.outcome is None else JobResult(job_id, "job", self.outcome, 7)
 
     async def list_jobs(self) -> tuple[str, ...]:

@@ -357,6 +357,21 @@ def test_execution_result_completed(rest, prefix):
     assert cause["message"] == "boom"  # flintlock's additions for the CLI
 
 
+def test_execution_result_waits_for_the_result_with_wait_ms(rest):
+    """A blocking query (flintlock's ``wait-ms``): the Dispatcher gets the wait in seconds;
+    without it the call is Flink's, answered at once."""
+    rest.on("request_job_result", lambda job_id, timeout_s=0.0: None)
+    assert rest.client.get(f"/jobs/{JOB}/execution-result?wait-ms=250").json() == {
+        "status": {"id": "IN_PROGRESS"}}
+    rest.client.get(f"/jobs/{JOB}/execution-result")
+    calls = rest.calls("request_job_result")
+    assert [c.args[1:] for c in calls] == [(0.25,), ()]
+    for bad in ("-1", "30001", "soon"):
+        r = rest.client.get(f"/jobs/{JOB}/execution-result?wait-ms={bad}")
+        assert r.status_code == 400 and "wait-ms" in r.json()["errors"][0], r.json()
+    assert len(rest.calls("request_job_result")) == 2
+
+
 def test_execution_result_success_has_no_failure_cause(rest):
     rest.on("request_job_result", lambda job_id: JobResult(JOB, "wc", "SUCCEEDED", 10))
     res = rest.client.get(f"/jobs/{JOB}/execution-result").json()["job-execution-result"]

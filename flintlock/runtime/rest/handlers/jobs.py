@@ -79,11 +79,29 @@ def _exception_history_size(ctx: RestContext, graph: ArchivedExecutionGraph) -> 
     return int(ctx.configuration.get(WEB_EXCEPTION_HISTORY_SIZE))
 
 
+#: the longest ``wait-ms`` of ``GET /jobs/:jobid/execution-result`` (ms), well below the
+#: clients' request timeout (``client.timeout``, 60 s)
+MAX_RESULT_WAIT_MS = 30_000
+#: how much longer than ``wait-ms`` the Dispatcher call may take (s)
+_RPC_MARGIN_S = 10.0
+
+
 @router.get("/jobs/{jobid}/execution-result", tags=["jobs"],
             summary="The result of a job execution (IN_PROGRESS until it is globally terminal).")
-async def job_execution_result(jobid: str, ctx: Ctx) -> dict[str, Any]:
+async def job_execution_result(
+    jobid: str, ctx: Ctx,
+    wait_ms: Annotated[int, Query(
+        alias="wait-ms", ge=0, le=MAX_RESULT_WAIT_MS,
+        description="flintlock extension (a blocking query): answer as soon as the result is "
+                    "there, or IN_PROGRESS after this many ms; 0 (default) answers at once, as "
+                    "Flink does.")] = 0,
+) -> dict[str, Any]:
     job_id = parse_id(JobID, "jobid", jobid)
-    result = await ctx.dispatcher.request_job_result(job_id)
+    if wait_ms:  # the RPC's own timeout must outlast the wait
+        result = await ctx.dispatcher.request_job_result(
+            job_id, wait_ms / 1000.0, timeout=wait_ms / 1000.0 + _RPC_MARGIN_S)
+    else:
+        result = await ctx.dispatcher.request_job_result(job_id)
     return messages.execution_result(result)
 
 
