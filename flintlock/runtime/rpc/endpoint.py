@@ -50,6 +50,7 @@ class Deferred:
     def __init__(self, later: Callable[[], Awaitable[Any]]) -> None:
         self.later = later
 
+
 #: the endpoint whose mailbox runs the current code (inherited by its ``run_async`` work)
 _CURRENT_ENDPOINT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "flintlock_current_endpoint", default=None
