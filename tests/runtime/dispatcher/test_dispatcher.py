@@ -160,15 +160,21 @@ class BlockingReleaseSink:
         self.may_return.wait(30)
 
 
+async def _submit_with_blocking_sink(d: Any, gw: Any) -> tuple[BlockingReleaseSink, JobGraph]:
+    """Submit a one-vertex job whose sink's release blocks; return once its JobMaster runs."""
+    sink = BlockingReleaseSink()
+    v = JobVertex(JobVertexID.generate(), "Sink: x", 1, 128,
+                  "flintlock.testing.invokables:NoOpInvokable", sinks=(sink,))
+    jg = JobGraph(JobID.generate(), "with sink", JobType.BATCH, (v,), {})
+    await gw.submit_job(jg)
+    await wait_until(lambda: d._running[jg.job_id].gateway is not None, describe=lambda: "gateway")
+    return sink, jg
+
+
 def test_a_finished_jobs_result_is_handed_out_after_its_sinks_released_off_the_loop() -> None:
     async def body() -> None:
         rpc, rm, d, gw, masters = await _setup()
-        sink = BlockingReleaseSink()
-        v = JobVertex(JobVertexID.generate(), "Sink: x", 1, 128,
-                      "flintlock.testing.invokables:NoOpInvokable", sinks=(sink,))
-        jg = JobGraph(JobID.generate(), "with sink", JobType.BATCH, (v,), {})
-        await gw.submit_job(jg)
-        await wait_until(lambda: d._running[jg.job_id].gateway is not None, describe=lambda: "gateway")
+        sink, jg = await _submit_with_blocking_sink(d, gw)
         masters[0].finish("SUCCEEDED")
         await wait_until(lambda: sink.released, describe=lambda: "release called")
         # the release blocks a thread of the I/O pool, not the loop: the Dispatcher answers,
@@ -193,12 +199,7 @@ def test_a_blocking_result_query_answers_when_the_result_is_there_or_after_its_t
     not at the end of the timeout."""
     async def body() -> None:
         rpc, rm, d, gw, masters = await _setup()
-        sink = BlockingReleaseSink()
-        v = JobVertex(JobVertexID.generate(), "Sink: x", 1, 128,
-                      "flintlock.testing.invokables:NoOpInvokable", sinks=(sink,))
-        jg = JobGraph(JobID.generate(), "with sink", JobType.BATCH, (v,), {})
-        await gw.submit_job(jg)
-        await wait_until(lambda: d._running[jg.job_id].gateway is not None, describe=lambda: "gateway")
+        sink, jg = await _submit_with_blocking_sink(d, gw)
         loop = asyncio.get_running_loop()
         started = loop.time()
         assert await gw.request_job_result(jg.job_id, 0.05) is None
