@@ -247,6 +247,30 @@ def test_a_producer_that_starts_before_the_other_side_finished_leaves_the_join()
     assert {c.tdd.broadcast_join_side for c in joins} == {"right"}  # decided at the join
 
 
+def test_a_join_vertex_with_a_further_broadcast_input_still_has_its_probe_side_cut() -> None:
+    """TPC-H Q22's shape: the anti join's vertex also reads an average (BROADCAST, crossed
+    with the joined rows later in its chain); its head join's right side is still held and
+    cut. A further HASH input leaves the join as compiled."""
+    def job(third: S) -> JobGraph:
+        graph = make_job([("customer", 1), ("orders", 1), ("avg", 1), ("join", 4)],
+                         [(0, 3, S.HASH), (1, 3, S.HASH), (2, 3, third)],
+                         auto=frozenset({1, 3}), joins={3: "anti"}, probes={3: "right"})
+        join = dataclasses.replace(graph.vertices[3], adaptive_join_probe_bytes=10_000)
+        return _with_sources(dataclasses.replace(graph, vertices=(*graph.vertices[:3], join)), 1)
+
+    d = Driver(job(S.BROADCAST), adaptive=True, **{VOLUME: "1000", THRESHOLD: "40"})
+    assert set(probe_joins(d.graph, d.scheduler.join_settings)) == {_vertex(d, "orders").id}
+    d.handle(StartScheduling())
+    first = deploys(d.offer(4)[1])
+    assert sorted(names(first)) == ["avg (1/1)#0", "customer (1/1)#0"]
+    (customer,) = [c for c in first if c.tdd.vertex_name == "customer"]
+    (probe,) = deploys(d.finish(customer, sizes=(10,) * 4))
+    pushed = probe.tdd.pushed_join
+    assert probe.tdd.vertex_name == "orders" and pushed is not None and pushed.reduce_only
+    d = Driver(job(S.HASH), adaptive=True, **{VOLUME: "1000", THRESHOLD: "40"})
+    assert probe_joins(d.graph, d.scheduler.join_settings) == {}
+
+
 def test_a_runtime_filter_cuts_a_semi_joins_right_side_to_the_left_sides_keys() -> None:
     """A semi join cannot broadcast its left side; its right side only tells whether a left key
     has a partner, so with table.optimizer.runtime-filter.enabled (the default) its producer

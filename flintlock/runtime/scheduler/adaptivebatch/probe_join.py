@@ -155,15 +155,19 @@ def _reduce_only(how: str, probe_side: str, settings: AdaptiveJoinSettings) -> b
 
 
 def _join_edges(graph: ExecutionGraph, join: ExecutionJobVertex) -> list[JobEdge] | None:
-    """The two HASH input edges (left, right) of a join vertex sized at run time and not yet
-    initialized, else None."""
+    """The two HASH input edges (left, right) of the head join of a join vertex sized at run
+    time and not yet initialized (its gates 0 and 1), else None. Further inputs must be
+    BROADCAST (e.g. TPC-H Q22's average, crossed with the joined rows later in the chain)."""
     jv = join.job_vertex
     if not jv.adaptive_join or join.initialized or jv.id not in graph.dynamic_vertices:
         return None
     edges = sorted(jv.inputs, key=lambda e: e.type_number)
-    if len(edges) != 2 or any(e.ship_strategy is not ShipStrategy.HASH for e in edges):
+    head, rest = edges[:2], edges[2:]
+    if len(head) != 2 or [e.type_number for e in head] != [0, 1] \
+            or any(e.ship_strategy is not ShipStrategy.HASH for e in head) \
+            or any(e.ship_strategy is not ShipStrategy.BROADCAST for e in rest):
         return None
-    return edges
+    return head
 
 
 def unread_build_side(jv: JobVertex, pushed_probe_side: str) -> IntermediateDataSetID | None:
