@@ -181,14 +181,10 @@ def wait_for_savepoint(status: Callable[[], Mapping[str, Any]], timeout_s: float
 #: how often a waiting client without progress bars looks for failures and restarts (seconds; a
 #: look fetches the whole job from its JobMaster)
 _REPORT_INTERVAL_S = 1.0
-#: the result poll backs off from 5 ms to this (seconds). A poll is cheap for the JobManager but
-#: not free: on a busy host every request costs its event loop a wake-up, and 50 waiting clients
-#: polled 20 times a second each. Flink's RestClusterClient backs off to 2 s, which short batch
-#: jobs would pay.
-_MAX_POLL_INTERVAL_S = 0.1
 #: how long one result request waits on the JobManager for the result (a blocking query, s):
-#: the answer comes as the job ends instead of up to one poll interval later (measured: TPC-H
-#: Q6's client waited ~60 ms past the job's end with polls backing off to 100 ms)
+#: the answer comes as the job ends. Polls that backed off from 5 ms to 100 ms answered up to
+#: one interval late (TPC-H Q6's client waited ~60 ms past the job's end); one request per
+#: 0.5 s also costs a busy JobManager fewer wake-ups than 50 clients polling 10 times a second.
 _RESULT_WAIT_S = 0.5
 
 
@@ -196,7 +192,7 @@ class PollingJobClient:
     """The waiting and reporting shared by the MiniCluster and REST JobClients.
 
     Subclasses answer ``_result(wait_s)`` (the JobResult once terminal, else ``None``, waiting
-    up to ``wait_s`` on the Dispatcher for it; ``RESULT_WAITS`` False: they answer at once) and
+    up to ``wait_s`` on the Dispatcher for it) and
     ``get_job_details()``; this class waits (with rich progress bars when ``show_progress``),
     prints each failure and restart as it happens (``flintlock.client.job_events``; above the bars,
     or as plain stderr lines without them), prints the job's end line to stderr and turns
@@ -215,9 +211,6 @@ class PollingJobClient:
     @property
     def job_id(self) -> JobID:
         return self._job_id
-
-    #: whether ``_result(wait_s)`` waits for the result (then the loop does not sleep between calls)
-    RESULT_WAITS = True
 
     def _result(self, wait_s: float = 0.0) -> JobResult | None:
         raise NotImplementedError
@@ -268,7 +261,6 @@ class PollingJobClient:
             return holder[0]
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         next_look = time.monotonic() + _REPORT_INTERVAL_S
-        interval = 0.005
         wait_s = 0.0  # the first look answers at once (a job that already ended)
         while not done(wait_s):
             now = time.monotonic()
@@ -277,13 +269,9 @@ class PollingJobClient:
             if now >= next_look:
                 look()
                 next_look = now + _REPORT_INTERVAL_S
-            if self.RESULT_WAITS:
-                wait_s = max(0.005, min(_RESULT_WAIT_S, next_look - time.monotonic(),
-                                        _RESULT_WAIT_S if deadline is None
-                                        else deadline - time.monotonic()))
-                continue
-            time.sleep(interval)
-            interval = min(interval * 2, _MAX_POLL_INTERVAL_S)
+            wait_s = max(0.005, min(_RESULT_WAIT_S, next_look - time.monotonic(),
+                                    _RESULT_WAIT_S if deadline is None
+                                    else deadline - time.monotonic()))
         look()  # failures and restarts since the last look (the end line follows)
         return holder[0]
 
