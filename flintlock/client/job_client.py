@@ -261,7 +261,7 @@ class PollingJobClient:
             return holder[0]
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         next_look = time.monotonic() + _REPORT_INTERVAL_S
-        wait_s = 0.0  # the first look answers at once (a job that already ended)
+        wait_s = 0.0  # the first ask is answered at once (a job that already ended)
         while not done(wait_s):
             now = time.monotonic()
             if deadline is not None and now > deadline:
