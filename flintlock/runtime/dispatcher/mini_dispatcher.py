@@ -67,8 +67,11 @@ class MiniDispatcherGateway:
         self.submitted.set()
         return answer
 
-    async def request_job_result(self, job_id: JobID, timeout_s: float = 0.0) -> JobResult | None:
-        result: JobResult | None = await self.dispatcher.request_job_result(job_id, timeout_s)
+    async def request_job_result(self, job_id: JobID, timeout_s: float = 0.0,
+                                 **call: Any) -> JobResult | None:
+        """The Dispatcher's answer (``call``: the gateway call's options, e.g. ``timeout``)."""
+        result: JobResult | None = await self.dispatcher.request_job_result(job_id, timeout_s,
+                                                                             **call)
         if result is not None and job_id == self.job_id:
             self.result_served.set()
         return result

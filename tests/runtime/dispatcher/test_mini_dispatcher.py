@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -24,12 +25,16 @@ class Graph:
 class RecordingDispatcher:
     outcome: str | None = None  # the job's application status once it ended
     submitted: list[JobID] = field(default_factory=list)
+    #: (timeout_s, the gateway call's options) of each result request
+    result_calls: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
 
     async def submit_job(self, job_graph: Graph) -> str:
         self.submitted.append(job_graph.job_id)
         return "ack"
 
-    async def request_job_result(self, job_id: JobID, timeout_s: float = 0.0) -> JobResult | None:
+    async def request_job_result(self, job_id: JobID, timeout_s: float = 0.0,
+                                 **call: Any) -> JobResult | None:
+        self.result_calls.append((timeout_s, call))
         return None if self.outcome is None else JobResult(job_id, "job", self.outcome, 7)
 
     async def list_jobs(self) -> tuple[str, ...]:
@@ -79,8 +84,10 @@ def test_an_attached_cluster_waits_until_the_client_fetched_the_result() -> None
         await mini.submit_job(graph)
         await asyncio.sleep(0.1)
         assert not done.done()  # ended, but nobody asked how
-        result = await mini.request_job_result(graph.job_id)
+        # as REST asks with wait-ms: the wait and the RPC call's own timeout pass through
+        result = await mini.request_job_result(graph.job_id, 0.5, timeout=10.5)
         assert result is not None and result.application_status == "SUCCEEDED"
+        assert dispatcher.result_calls[-1] == (0.5, {"timeout": 10.5})
         assert await asyncio.wait_for(done, 5) == 0
 
     asyncio.run(main())
