@@ -62,7 +62,6 @@ from flintlock.runtime.operators.aggregation import plan_two_phase
 from flintlock.runtime.operators.specs import (
     BROADCAST_LEFT_JOINS,
     BROADCAST_RIGHT_JOINS,
-    REDUCIBLE_SIDES,
     GlobalAggregateSpec,
     JoinSpec,
     KeyedAggregateSpec,
@@ -72,6 +71,7 @@ from flintlock.runtime.operators.specs import (
     SerializedFunction,
     SinkSpec,
     SourceSpec,
+    probe_side_cut,
 )
 from flintlock.runtime.operators.time_specs import SideOutputSpec
 
@@ -370,10 +370,9 @@ class _Builder:
         allowed = {"right": spec.how in BROADCAST_RIGHT_JOINS, "left": spec.how in BROADCAST_LEFT_JOINS}
         filters = bool(self._option(RUNTIME_FILTER_ENABLED))
         probes = [
-            (mine, side) for mine, other, side, build in (
-                (sizes[0], sizes[1], "left", "right"), (sizes[1], sizes[0], "right", "left"))
-            if (allowed[build] or (filters and side in REDUCIBLE_SIDES.get(spec.how, ())))
-            and spec.how != "cross"
+            (mine, side) for mine, other, side in (
+                (sizes[0], sizes[1], "left"), (sizes[1], sizes[0], "right"))
+            if probe_side_cut(spec.how, side, filters) is not None
             and mine is not None and mine > threshold and (other is None or other < mine)
         ]
         probe_bytes, probe = max(probes) if probes else (0, "")

@@ -32,6 +32,7 @@ __all__ = [
     "BROADCAST_LEFT_JOINS",
     "BROADCAST_RIGHT_JOINS",
     "REDUCIBLE_SIDES",
+    "probe_side_cut",
     "ConsumedColumnsSpec",
     "DistinctSpec",
     "DropSpec",
@@ -241,6 +242,18 @@ BROADCAST_LEFT_JOINS = frozenset({"inner", "right", "cross"})
 #: but its kept side is usually a whole dimension whose keys cover the other side, so the cut
 #: would cost a broadcast and keep every row, as with TPC-H Q13's customers and orders.)
 REDUCIBLE_SIDES = {"semi": ("right",), "anti": ("right",)}
+
+
+def probe_side_cut(how: str, probe_side: str, runtime_filter: bool) -> bool | None:
+    """What a hash join of type ``how`` lets its ``probe_side`` (``"left"``/``"right"``)
+    producer do once the other side is known small: False, run the join (the type may
+    broadcast the other side); True, only cut its rows to the other side's keys (the runtime
+    filter, ``runtime_filter`` on; ``REDUCIBLE_SIDES``); None, neither (cross joins never)."""
+    if how == "cross":
+        return None
+    if how in (BROADCAST_RIGHT_JOINS if probe_side == "left" else BROADCAST_LEFT_JOINS):
+        return False
+    return True if runtime_filter and probe_side in REDUCIBLE_SIDES.get(how, ()) else None
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,7 @@ from flintlock.runtime.executiongraph.intermediate_result import IntermediateRes
 from flintlock.runtime.ids import IntermediateDataSetID, JobVertexID
 from flintlock.runtime.jobgraph.job_graph import JobEdge, JobVertex
 from flintlock.runtime.jobgraph.types import ShipStrategy
-from flintlock.runtime.operators.specs import (
-    BROADCAST_LEFT_JOINS,
-    BROADCAST_RIGHT_JOINS,
-    REDUCIBLE_SIDES,
-)
+from flintlock.runtime.operators.specs import probe_side_cut
 from flintlock.runtime.scheduler.adaptivebatch.adaptive_join import AdaptiveJoinSettings
 
 __all__ = [
@@ -121,8 +117,9 @@ def probe_side_of(graph: ExecutionGraph, producer: ExecutionJobVertex,
                   settings: AdaptiveJoinSettings) -> ProbeJoin | None:
     """The join a producer that is being initialized may run as its probe side (pure): it is
     sized at run time and feeds only a join sized at run time, not yet initialized, whose
-    head may move (``JobVertex.adaptive_join_probe`` set), whose join type may broadcast the
-    other side, and whose other side's producer already finished. None otherwise."""
+    head may move (``JobVertex.adaptive_join_probe`` set), whose join type lets this side
+    run the join or cut its rows (``specs.probe_side_cut``), and whose other side's producer
+    already finished. None otherwise."""
     jv = producer.job_vertex
     if producer.id not in graph.dynamic_vertices or len(jv.results) != 1:
         return None
@@ -144,14 +141,8 @@ def probe_side_of(graph: ExecutionGraph, producer: ExecutionJobVertex,
 
 
 def _reduce_only(how: str, probe_side: str, settings: AdaptiveJoinSettings) -> bool | None:
-    """False: the join type may broadcast the side opposite ``probe_side`` (the join moves);
-    True: it may not, but ``probe_side`` may be cut to the other side's keys (the runtime
-    filter, when enabled); None: neither."""
-    if how == "cross":
-        return None
-    if how in (BROADCAST_RIGHT_JOINS if probe_side == "left" else BROADCAST_LEFT_JOINS):
-        return False
-    return True if settings.runtime_filter and probe_side in REDUCIBLE_SIDES.get(how, ()) else None
+    """``specs.probe_side_cut`` with the job's runtime-filter setting."""
+    return probe_side_cut(how, probe_side, settings.runtime_filter)
 
 
 def _join_edges(graph: ExecutionGraph, join: ExecutionJobVertex) -> list[JobEdge] | None:
