@@ -237,6 +237,27 @@ def test_small_file_inputs_are_broadcast_automatically(tmp_path: Path) -> None:
     assert _chain(big_v).nodes[1].spec.broadcast == "right"
 
 
+def test_the_default_threshold_is_sparks_ten_mib(tmp_path: Path) -> None:
+    """A side estimated above Flink's 1 MB but below Spark's 10 MiB is broadcast by default;
+    one estimated above 10 MiB is not (``small``: 2.6 MB of rows, ``big``: 29.7 MB)."""
+    big_path, small_path = (_parquet_dir(tmp_path, "big", 1_200_000),
+                            _parquet_dir(tmp_path, "small", 100_000))
+    env = _configured()
+    big = env.from_source(FileSource.parquet(big_path), "big")
+    small = env.from_source(FileSource.parquet(small_path), "small")
+    big.join(small, on="k").sink_to(FakeSink())
+    small_v, big_v = env.get_job_graph().vertices
+    assert small_v.name == "Source: small"
+    assert big_v.name == "Source: big -> Join -> Sink: Fake: /out"
+    assert _chain(big_v).nodes[1].spec.broadcast == "right"
+    # the same join with the smaller side scaled past 10 MiB exchanges both sides
+    env = _configured()
+    env.from_source(FileSource.parquet(big_path), "a").join(
+        env.from_source(FileSource.parquet(big_path), "b"), on="k").sink_to(FakeSink())
+    assert [v.name for v in env.get_job_graph().vertices] == [
+        "Source: a", "Source: b", "Join -> Sink: Fake: /out"]
+
+
 @pytest.mark.parametrize(("threshold", "how"), [("-1", "inner"), ("10", "inner"), ("1g", "full")])
 def test_no_automatic_broadcast_when_off_too_big_or_not_allowed(tmp_path: Path, threshold: str,
                                                                  how: str) -> None:
