@@ -25,6 +25,7 @@ __all__ = [
     "AUTO_PARALLELISM_ENABLED",
     "AUTO_PARALLELISM_MAX",
     "AUTO_PARALLELISM_MIN",
+    "RUNTIME_CHAINING_ENABLED",
     "SLOW_TASK_BASELINE_LOWER_BOUND",
     "SLOW_TASK_BASELINE_MULTIPLIER",
     "SLOW_TASK_BASELINE_RATIO",
@@ -62,6 +63,14 @@ AUTO_PARALLELISM_DEFAULT_SOURCE_PARALLELISM = option(
     "fewer when their files are smaller than avg-data-volume-per-task per subtask); unset: the "
     "job's parallelism.",
     deprecated_keys=(_OLD + "default-source-parallelism",))
+
+
+RUNTIME_CHAINING_ENABLED = option(
+    "execution.batch.adaptive.runtime-chaining.enabled", True, _bool,
+    "The AdaptiveBatchScheduler chains a vertex's only consumer into it when both run one "
+    "subtask and the consumer reads only that vertex (a flintlock extension: Flink chains at "
+    "compile time only): one Spark job instead of two, and no partition written and read "
+    "between them. Also off when pipeline.operator-chaining.enabled is false.")
 
 
 def _ratio(value: Any) -> float:

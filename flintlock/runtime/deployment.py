@@ -28,6 +28,7 @@ from flintlock.runtime.ids import (
 from flintlock.runtime.jobgraph.types import ResultPartitionType, ShipStrategy
 
 __all__ = [
+    "ChainedConsumer",
     "InputGateDeploymentDescriptor",
     "PartitionLocation",
     "PushedJoin",
@@ -100,6 +101,25 @@ class ResultPartitionDeploymentDescriptor:
 
 
 @dataclass(frozen=True)
+class ChainedConsumer:
+    """A consumer vertex chained into this task at run time (the AdaptiveBatchScheduler's
+    runtime chaining, ``scheduler.adaptivebatch.runtime_chaining``): its operator chain runs on
+    this task's output ``input_dataset`` in the same Spark plan, and this task writes the
+    consumer's outputs and runs its sinks instead.
+
+    Attributes:
+        consumer_name: the consumer vertex's name (for messages).
+        consumer_payload: its ``invokable_payload`` (the cloudpickled ``OperatorChain``), whose
+            head reads one input gate: ``input_dataset``.
+        input_dataset: the output of this task's chain (as chained so far) it consumes.
+    """
+
+    consumer_name: str
+    consumer_payload: bytes
+    input_dataset: IntermediateDataSetID
+
+
+@dataclass(frozen=True)
 class PushedJoin:
     """A consumer's head hash join that a probe side producer runs (the AdaptiveBatchScheduler's
     adaptive broadcast join moved into the probe side, Flink FLIP-470).
@@ -154,6 +174,9 @@ class TaskDeploymentDescriptor:
             runs as a broadcast join chained to that output (``PushedJoin``); None: none.
         pushed_probe_side: ``"left"``/``"right"``: the hash join at the head of the chain ran in
             that side's producers (their rows arrive joined); the head reads only that gate.
+        chained_consumers: consumer vertices chained into this task at run time, in chaining
+            order (``ChainedConsumer``); ``produced_partitions`` are then the outputs of the
+            chain with them appended.
     """
 
     job_id: JobID
@@ -176,6 +199,7 @@ class TaskDeploymentDescriptor:
     broadcast_join_side: str = ""
     pushed_join: PushedJoin | None = None
     pushed_probe_side: str = ""
+    chained_consumers: tuple[ChainedConsumer, ...] = ()
 
     @property
     def subtask_index(self) -> int:

@@ -149,7 +149,8 @@ def aggregate_vertex_state(states: list[ExecutionState]) -> ExecutionState:
 class ArchivedJobVertex:
     """One JobVertex with the current attempt of each subtask and prior attempts;
     ``concurrent_attempts``: speculative attempts running beside the current ones (Flink's other
-    current executions of a subtask)."""
+    current executions of a subtask); ``chained_into``: the vertex it was chained into at run
+    time, whose subtasks these are (counted there once in job-wide totals), else None."""
 
     id: JobVertexID
     name: str
@@ -159,6 +160,7 @@ class ArchivedJobVertex:
     subtasks: tuple[ArchivedExecution, ...]
     prior_attempts: tuple[ArchivedExecution, ...] = ()
     concurrent_attempts: tuple[ArchivedExecution, ...] = ()
+    chained_into: JobVertexID | None = None
 
     @property
     def state(self) -> ExecutionState:

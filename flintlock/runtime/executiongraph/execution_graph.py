@@ -178,6 +178,42 @@ class ExecutionGraph:
         self._initialize(ejv, parallelism, subpartition_ranges, self._now_ms(), input_infos)
         return [v.id for v in ejv.task_vertices]
 
+    def chain_consumer(self, producer_id: JobVertexID, consumer_id: JobVertexID) -> None:
+        """Chain ``consumer`` into ``producer`` at run time (``runtime_chaining``): the
+        producer's subtasks run the consumer's operators on the output it reads and produce the
+        consumer's results; the consumer gets no subtasks of its own and is initialized with the
+        producer, at its parallelism. Call before initializing the producer; a consumer chained
+        so may take another consumer of its own (chained into the same producer, in order).
+
+        Raises:
+            ValueError: either vertex is initialized or chained already, or the consumer has a
+                source or inputs other than one output of the producer (as chained so far).
+        """
+        producer, consumer = self.job_vertices[producer_id], self.job_vertices[consumer_id]
+        jv = consumer.job_vertex
+        outputs = {ds.id for ds in self.output_datasets(producer)}
+        if producer.initialized or consumer.initialized or producer.chained_into is not None \
+                or consumer.chained_into is not None or consumer.chained_consumers:
+            raise ValueError(f"cannot chain {consumer.name!r} into {producer.name!r}: one of "
+                             "them is initialized or chained already")
+        if jv.source is not None or len(jv.inputs) != 1 or jv.inputs[0].source not in outputs:
+            raise ValueError(f"cannot chain {consumer.name!r} into {producer.name!r}: it must "
+                             "read exactly one output of that vertex and have no source")
+        producer.chained_consumers.append(consumer)
+        consumer.chained_into = producer
+        for ds in jv.results:
+            self._producers[ds.id] = producer.id
+
+    def output_datasets(self, ejv: ExecutionJobVertex) -> list[IntermediateDataSet]:
+        """The datasets ``ejv``'s subtasks produce, in output order: its own, where each
+        consumer chained into it at run time drops the one it reads and adds its own at the
+        end (the order ``consumer_chaining.chain_consumer`` gives the task's outputs)."""
+        out = list(ejv.job_vertex.results)
+        for consumer in ejv.chained_consumers:
+            read = consumer.job_vertex.inputs[0].source
+            out = [ds for ds in out if ds.id != read] + list(consumer.job_vertex.results)
+        return out
+
     def add_broadcast_input(self, job_vertex_id: JobVertexID, dataset_id: IntermediateDataSetID) -> None:
         """Give every subtask of an initialized, not yet scheduled vertex one more input gate
         that reads all of a finished result (every partition, every subpartition), after its
@@ -248,7 +284,9 @@ class ExecutionGraph:
             self._vertices[ev.id] = ev
         self._not_finished += parallelism
         self._not_terminal += parallelism
-        self._uninitialized -= 1
+        self._uninitialized -= 1 + len(ejv.chained_consumers)
+        for consumer in ejv.chained_consumers:
+            consumer.decided_parallelism = parallelism
         for edge, result, mapping in mappings:
             result.mapping = mapping
             for ev in ejv.task_vertices:
@@ -257,7 +295,7 @@ class ExecutionGraph:
                 for n in consumed.partition_numbers:
                     p = result.partitions[n]
                     p.consumers = (*p.consumers, ev.id)
-        for ds in jv.results:
+        for ds in self.output_datasets(ejv):
             try:
                 static = self._static_mapping(ds, parallelism)
             except ValueError as exc:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from flintlock.runtime.executiongraph.archived import ArchivedJobVertex
 from flintlock.runtime.executiongraph.execution import Execution
@@ -158,6 +159,12 @@ class ExecutionJobVertex:
     #: ``"left"``/``"right"``: its head join already ran in that side's producers, whose rows
     #: arrive joined; "" as compiled
     pushed_probe_side: str = ""
+    #: consumer vertices chained into this one at run time, in chaining order (their chains
+    #: run in this vertex's subtasks, which produce their results)
+    chained_consumers: list[ExecutionJobVertex] = field(default_factory=list)
+    #: the vertex this one was chained into at run time (it has no subtasks of its own and
+    #: shows that vertex's); None: it runs its own
+    chained_into: ExecutionJobVertex | None = None
 
     @property
     def id(self) -> JobVertexID:
@@ -176,19 +183,32 @@ class ExecutionJobVertex:
         """Its subtask count; -1 while a dynamic graph has not decided it (as Flink's REST)."""
         return self.decided_parallelism if self.decided_parallelism is not None else -1
 
+    def sinks(self) -> list[Any]:
+        """The sinks its subtasks write, in the order they number them: its chain's, then
+        those of the consumers chained into it at run time."""
+        return [*self.job_vertex.sinks,
+                *(sink for c in self.chained_consumers for sink in c.job_vertex.sinks)]
+
     def all_finished(self) -> bool:
+        if self.chained_into is not None:
+            return self.chained_into.all_finished()
         return all(v.current_execution.state is ExecutionState.FINISHED for v in self.task_vertices)
 
     def archive(self) -> ArchivedJobVertex:
-        prior = [e.archive() for v in self.task_vertices for e in v.prior_executions]
-        concurrent = [e.archive() for v in self.task_vertices for e in v.speculative_executions]
+        """Its subtasks' attempts; a vertex chained into another at run time shows that
+        vertex's subtasks (they run its operators) and names it in ``chained_into``."""
+        runs = self.chained_into if self.chained_into is not None else self
+        vertices = runs.task_vertices
+        prior = [e.archive() for v in vertices for e in v.prior_executions]
+        concurrent = [e.archive() for v in vertices for e in v.speculative_executions]
         return ArchivedJobVertex(
             id=self.id,
             name=self.name,
             parallelism=self.parallelism,
             max_parallelism=self.job_vertex.max_parallelism,
             slot_sharing_group=self.job_vertex.slot_sharing_group,
-            subtasks=tuple(v.current_execution.archive() for v in self.task_vertices),
+            subtasks=tuple(v.current_execution.archive() for v in vertices),
             prior_attempts=tuple(prior),
             concurrent_attempts=tuple(concurrent),
+            chained_into=runs.id if runs is not self else None,
         )

@@ -238,6 +238,8 @@ def job_details_info(graph: ArchivedExecutionGraph, now_ms: int) -> dict[str, An
     end = graph.end_time()
     status_counts = {s.name: 0 for s in ExecutionState}
     for v in graph.vertices:
+        if v.chained_into is not None:  # its subtasks are those of the vertex it runs in
+            continue
         for name, n in v.task_counts().items():
             status_counts[name] += n
     return {
@@ -338,6 +340,8 @@ def job_exceptions(graph: ArchivedExecutionGraph, max_exceptions: int,
     shown = list(reversed(roots[-history_size:]))[:max_exceptions]
     failed_tasks: list[dict[str, Any]] = []
     for v in graph.vertices:
+        if v.chained_into is not None:  # listed under the vertex it runs in
+            continue
         for sub in v.subtasks:
             if sub.state is ExecutionState.FAILED and sub.failure is not None:
                 tm = sub.task_manager or _UNASSIGNED

@@ -30,10 +30,15 @@ _APPLICATION_STATUS = {
 
 
 def sink_work(graph: ExecutionGraph, commit: bool) -> SinkWork:
-    """The committables of every sink: of the current attempts to commit, of all to abort."""
+    """The committables of every sink: of the current attempts to commit, of all to abort.
+
+    A vertex's subtasks number their sinks in chain order: its own, then those of the consumers
+    chained into it at run time (which have no subtasks and are skipped)."""
     work: list[tuple[Any, tuple[Any, ...]]] = []
     for ejv in graph.job_vertices.values():
-        for k, sink in enumerate(ejv.job_vertex.sinks):
+        if ejv.chained_into is not None:
+            continue
+        for k, sink in enumerate(ejv.sinks()):
             committables: list[Any] = []
             for v in ejv.task_vertices:
                 attempts = [v.current_execution] if commit else [*v.prior_executions, v.current_execution]

@@ -14,6 +14,7 @@ from typing import Any
 
 from flintlock.exceptions import FlintlockException
 from flintlock.runtime.deployment import (
+    ChainedConsumer,
     InputGateDeploymentDescriptor,
     PartitionLocation,
     PushedJoin,
@@ -151,6 +152,9 @@ def create_task_deployment_descriptor(
         broadcast_join_side=vertex.job_vertex.broadcast_join_side,
         pushed_join=_pushed_join(graph, vertex, len(gates)),
         pushed_probe_side=vertex.job_vertex.pushed_probe_side,
+        chained_consumers=tuple(
+            ChainedConsumer(c.name, c.job_vertex.invokable_payload, c.job_vertex.inputs[0].source)
+            for c in vertex.job_vertex.chained_consumers),
     )
 
 

@@ -27,6 +27,7 @@ import dataclasses
 
 from flintlock.runtime.ids import IntermediateDataSetID
 from flintlock.runtime.operators import specs as S
+from flintlock.runtime.spark.consumer_chaining import fed_output
 from flintlock.runtime.spark.errors import OperatorException
 
 __all__ = ["chain_join_to_output", "duplicate_column_error", "read_joined_probe"]
@@ -60,12 +61,9 @@ def chain_join_to_output(chain: S.OperatorChain, output_dataset: IntermediateDat
             f"vertex '{vertex_name}' was deployed to run the {build}-side broadcast join of its "
             f"consumer, whose head is {head.name!r} ({type(spec).__name__}"
             f"{' ' + spec.how if isinstance(spec, S.JoinSpec) else ''})", non_recoverable=True)
-    index = next((i for i, o in enumerate(chain.outputs) if o.dataset_id == output_dataset), None)
-    feeding = next((n for n, node in enumerate(chain.nodes) if index in node.outputs), None)
-    if index is None or feeding is None:
-        raise OperatorException(
-            f"vertex '{vertex_name}' was deployed to run its consumer's join on output "
-            f"{output_dataset}, which its chain does not have", non_recoverable=True)
+    index, feeding = fed_output(
+        chain, output_dataset, f"vertex '{vertex_name}' was deployed to run its consumer's "
+        f"join on output {output_dataset}, which its chain does not have")
     output = chain.outputs[index]
     nodes = list(chain.nodes)
     node = nodes[feeding]

@@ -54,6 +54,7 @@ from flintlock.runtime.spark.chain_translator import (
     translate_chain,
 )
 from flintlock.runtime.spark.connector_io import write_sink
+from flintlock.runtime.spark.consumer_chaining import chain_consumer
 from flintlock.runtime.spark.epoch_sources import FILE_EXPANSION, estimated_bytes
 from flintlock.runtime.spark.errors import (
     OperatorException,
@@ -274,6 +275,16 @@ class SparkStreamTask:
             chain = chain_join_to_output(chain, pushed.output_dataset, join_chain,
                                          pushed.probe_side, pushed.build_gate,
                                          self._tdd.vertex_name, pushed.reduce_only)
+        for consumer in self._tdd.chained_consumers:
+            try:
+                consumer_chain = cloudpickle.loads(consumer.consumer_payload)
+            except Exception as exc:
+                raise OperatorException(
+                    f"vertex '{self._tdd.vertex_name}': cannot unpickle the operator chain of "
+                    f"'{consumer.consumer_name}', chained to it at run time: "
+                    f"{type(exc).__name__}: {exc}", non_recoverable=True) from exc
+            chain = chain_consumer(chain, consumer.input_dataset, consumer_chain,
+                                   consumer.consumer_name, self._tdd.vertex_name)
         return chain
 
     def _read_gate(self, spark: Any, index: int) -> GateRead:

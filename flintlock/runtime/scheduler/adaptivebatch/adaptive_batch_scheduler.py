@@ -21,6 +21,8 @@ read whole and count against at most half a subtask's data volume.
 A vertex whose chain head is a hash join (``JobVertex.adaptive_join``) may instead run as a
 broadcast join, or with its skewed subpartitions split by producer (``adaptive_join``, Flink's
 FLIP-470); its subtasks then read per-input subpartition groups and the plan shows the decision.
+A vertex that runs one subtask takes its one-subtask consumer into its chain
+(``runtime_chaining``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from flintlock.config.batch_execution_options import (
     AUTO_PARALLELISM_ENABLED,
     AUTO_PARALLELISM_MAX,
     AUTO_PARALLELISM_MIN,
+    RUNTIME_CHAINING_ENABLED,
 )
 from flintlock.config.configuration import Configuration
 from flintlock.runtime.executiongraph.execution import Execution
@@ -59,6 +62,7 @@ from flintlock.runtime.scheduler.adaptivebatch.probe_join import (
     stored_bytes,
     unread_build_side,
 )
+from flintlock.runtime.scheduler.adaptivebatch.runtime_chaining import chained_consumers
 from flintlock.runtime.scheduler.adaptivebatch.vertex_parallelism_decider import (
     BlockingInputInfo,
     ParallelismAndInputInfos,
@@ -184,6 +188,9 @@ class AdaptiveBatchScheduler(DefaultScheduler):
         #: probe side producers held until their join's other side finished (``probe_joins``)
         self._probes: dict[JobVertexID, ProbeJoin] = {}
         self._probes_enabled = False
+        #: chain a one-subtask vertex's one-subtask consumer into it (``runtime_chaining``)
+        self._runtime_chaining = bool(configuration.get(RUNTIME_CHAINING_ENABLED)
+                                      and configuration.get(options.OPERATOR_CHAINING))
 
     def source_parallelism(self, vertex: JobVertex) -> int:
         """A dynamic source's parallelism: what its source infers from its input
@@ -224,9 +231,10 @@ class AdaptiveBatchScheduler(DefaultScheduler):
         graph = self.graph
         new: list[ExecutionVertexID] = []
         for ejv in graph.job_vertices.values():
-            if ejv.initialized or not self._inputs_finished(ejv):
+            if ejv.initialized or ejv.chained_into is not None or not self._inputs_finished(ejv):
                 continue
             decision = self._decide(ejv)
+            self._chain_consumers(ejv, decision.parallelism)
             new.extend(self._initialize(ejv, decision))
             plan = self._probes.get(ejv.id) or self._probe_join(ejv)
             if plan is not None:
@@ -239,6 +247,17 @@ class AdaptiveBatchScheduler(DefaultScheduler):
         if new:
             self._schedule(self.strategy.schedule_added_regions(self._add_regions(new)))
         return new
+
+    def _chain_consumers(self, ejv: ExecutionJobVertex, parallelism: int) -> None:
+        """Chain into ``ejv`` (about to be initialized) the consumers ``runtime_chaining``
+        picks; not under batch job recovery, whose job events do not record it yet."""
+        if not self._runtime_chaining or self.on_initialized is not None:
+            return
+        for consumer in chained_consumers(self.graph, ejv, parallelism, self._probes):
+            self.graph.chain_consumer(ejv.id, consumer.id)
+            consumer.operator_strategy = f"chained into {ejv.name} at run time"
+            log.info("job %s: %s runs chained into %s (both at parallelism %d)",
+                     self.graph.job_id, consumer.name, ejv.name, parallelism)
 
     def _initialize(self, ejv: ExecutionJobVertex,
                     decision: ParallelismAndInputInfos) -> list[ExecutionVertexID]:

@@ -67,7 +67,7 @@ log = logging.getLogger(__name__)
 def supports_concurrent_attempts(job_vertex: ExecutionJobVertex) -> bool:
     """Whether every sink of the vertex's chain tolerates several attempts writing at once."""
     return all(getattr(sink, "supports_concurrent_execution_attempts", False)
-               for sink in job_vertex.job_vertex.sinks)
+               for sink in job_vertex.sinks())
 
 
 def _times(execution: Execution) -> AttemptTimes:
