@@ -49,8 +49,9 @@ AUTO_PARALLELISM_MIN = option(
 AUTO_PARALLELISM_MAX = option(
     _PREFIX + "max-parallelism", None, pos_int,
     "Upper bound of an automatically decided parallelism; unset: the job's parallelism "
-    "(parallelism.default, -p or env.set_parallelism). Producers write this many "
-    "subpartitions for an automatically sized consumer.",
+    "(parallelism.default, -p or env.set_parallelism), at most the Spark cores of the "
+    "cluster's TaskManagers when they all run embedded Spark servers. Producers write this "
+    "many subpartitions for an automatically sized consumer.",
     deprecated_keys=(_OLD + "max-parallelism",))
 AUTO_PARALLELISM_AVG_DATA_VOLUME_PER_TASK = option(
     _PREFIX + "avg-data-volume-per-task", 16 << 20, _at_least(parse_memory_bytes, 1),
@@ -61,7 +62,7 @@ AUTO_PARALLELISM_DEFAULT_SOURCE_PARALLELISM = option(
     _PREFIX + "default-source-parallelism", None, pos_int,
     "Most subtasks of a source whose parallelism the program did not set (file sources take "
     "fewer when their files are smaller than avg-data-volume-per-task per subtask); unset: the "
-    "job's parallelism.",
+    "job's parallelism, at most the cluster's Spark cores (as for max-parallelism).",
     deprecated_keys=(_OLD + "default-source-parallelism",))
 
 

@@ -38,8 +38,10 @@ def slow(row):
     return (row.id,)
 
 env = StreamExecutionEnvironment.get_execution_environment()
-env.set_parallelism(6)
-env.from_sequence(1, 600).map(slow, "id long").sink_to(FileSink.parquet(sys.argv[1]))
+# set on the operators: the job's default parallelism would only bound an automatically sized
+# vertex, which the cluster's 2 Spark cores would then bound further
+(env.from_sequence(1, 600).set_parallelism(6).map(slow, "id long").set_parallelism(6)
+ .sink_to(FileSink.parquet(sys.argv[1])).set_parallelism(6))
 env.execute("six subtasks on four slots")
 """
 

@@ -99,6 +99,9 @@ __all__ = ["JobMaster", "OnTerminal"]
 
 log = logging.getLogger(__name__)
 
+#: how long a starting JobMaster waits for the ResourceManager's core count (seconds)
+CLUSTER_CORES_TIMEOUT_S = 2.0
+
 #: what ``_prepare_job`` found: source splits, the checkpoint to start from, restored subtasks
 #: (a dynamic graph's: the records to replay on the mailbox first)
 _Prepared = tuple[dict[JobVertexID, list[list[Any]]], CompletedCheckpoint | None,
@@ -196,7 +199,11 @@ class JobMaster(JobMasterConnections, JobMasterCheckpointRpcs, FencedRpcEndpoint
         try:
             self.configuration = self.cluster_configuration.copy().add_all(self.job_graph.configuration)
             adaptive = scheduler_type(self.job_graph, self.configuration) == "AdaptiveBatch"
-            auto = AutoParallelismSettings.from_configuration(self.configuration)
+            cores = await self._cluster_spark_cores() if adaptive else None
+            auto = AutoParallelismSettings.from_configuration(self.configuration, cores)
+            if cores is not None and auto.enabled:
+                log.info("job %s: automatically sized vertices get at most %d subtasks (the "
+                         "Spark cores of the cluster's TaskManagers)", self.job_id, cores)
             self.graph = ExecutionGraph(
                 self.job_graph,
                 self.clock.now_ms,
@@ -233,6 +240,24 @@ class JobMaster(JobMasterConnections, JobMasterCheckpointRpcs, FencedRpcEndpoint
         self.run_async(asyncio.to_thread(self._prepare_job), self._on_prepared)
         self._connect_to_resource_manager()
         self.schedule(self._heartbeat_interval, self._heartbeat_tick)
+
+    async def _cluster_spark_cores(self) -> int | None:
+        """The Spark cores of the cluster's TaskManagers now (``ResourceOverview.spark_cores``),
+        or None when unknown: none registered, one on a remote Spark, or the ResourceManager
+        did not answer within ``CLUSTER_CORES_TIMEOUT_S``."""
+        async def ask() -> Any:
+            gateway = await self.rpc_service.connect(
+                self.resource_manager_address, ResourceManagerGateway,  # type: ignore[type-abstract]
+                fencing_token=self.fencing_token)
+            return await gateway.request_resource_overview()
+
+        try:
+            overview = await asyncio.wait_for(ask(), CLUSTER_CORES_TIMEOUT_S)
+        except Exception as exc:  # an unknown bound is no bound
+            log.debug("job %s: no cluster core count (%s)", self.job_id, exc)
+            return None
+        cores = int(getattr(overview, "spark_cores", 0) or 0)
+        return cores if cores >= 1 else None
 
     async def stop(self) -> None:
         # let the final calls (free_slot, release_partitions, disconnects) go out before the base

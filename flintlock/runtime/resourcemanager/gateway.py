@@ -156,6 +156,9 @@ class ResourceOverview:
     pending_task_managers: tuple[PendingTaskManagerInfo, ...] = ()
     #: why an active ResourceManager starts fewer TaskManagers than jobs need ("" if it does not)
     held_back: str = ""
+    #: the cores of the registered TaskManagers' embedded Spark servers (``local[N]``), summed;
+    #: 0 when there is none or one runs on a remote Spark (``spark.remote``) or an unknown one
+    spark_cores: float = 0.0
 
 
 class ResourceManagerGateway(Protocol):

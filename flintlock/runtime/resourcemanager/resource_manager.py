@@ -345,7 +345,17 @@ class ResourceManager(FencedRpcEndpoint):
                                 tracker.number_of_free_slots(),
                                 number_of_blocked_task_managers=blocked,
                                 number_of_free_and_blocked_slots=(
-                                    tracker.number_of_free_and_blocked_slots()))
+                                    tracker.number_of_free_and_blocked_slots()),
+                                spark_cores=self._embedded_spark_cores())
+
+    def _embedded_spark_cores(self) -> float:
+        """The cores of the registered TaskManagers' embedded Spark servers, summed; 0 unless
+        every one runs an embedded server (``ResourceOverview.spark_cores``)."""
+        registrations = [w.registration for w in self._task_executors.values()]
+        if not registrations or any(
+                not str(r.spark.get("master", "")).startswith("local") for r in registrations):
+            return 0.0
+        return sum(r.cpu_cores for r in registrations)
 
     async def notify_new_blocked_nodes(self, resource_ids: tuple[ResourceID, ...],
                                        duration_s: float, cause: str) -> Acknowledge:

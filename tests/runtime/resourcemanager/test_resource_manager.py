@@ -110,6 +110,28 @@ def test_registration_and_overview_counts() -> None:
     _run(body)
 
 
+def test_overview_sums_the_cores_of_embedded_spark_servers_only() -> None:
+    async def body(env: Env) -> None:
+        async def register(name: str, master: str, cores: float) -> None:
+            te = TestingEndpoint(name, TaskExecutorGateway)
+            env.rpc.register(te)
+            await te.start()
+            env.tes[name] = te
+            assert (await env.gw.register_task_executor(TaskExecutorRegistration(
+                te.address, ResourceID(name), 1, spark={"master": master},
+                cpu_cores=cores))).success
+
+        assert (await env.overview()).spark_cores == 0  # nobody registered: unknown
+        await register("te-1", "local[1]", 1.0)
+        await register("te-2", "local[2]", 2.0)
+        assert (await env.overview()).spark_cores == 3.0
+        # one TaskManager on a remote Spark: its cores are not the cluster's, so none is known
+        await register("te-3", "sc://spark:15002", 8.0)
+        assert (await env.overview()).spark_cores == 0
+
+    _run(body)
+
+
 def test_declared_requirements_are_spread_over_task_executors() -> None:
     async def body(env: Env) -> None:
         te1 = await env.add_te("te-1", 2)

@@ -18,7 +18,11 @@ from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
 from flintlock.runtime.ids import ResourceID
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus, JobType
-from flintlock.runtime.scheduler.adaptivebatch.adaptive_batch_scheduler import scheduler_type
+from flintlock.runtime.scheduler.adaptivebatch.adaptive_batch_scheduler import (
+    AutoParallelismSettings,
+    dynamic_vertices,
+    scheduler_type,
+)
 from flintlock.runtime.scheduler.messages import StartScheduling, TaskManagerLost
 
 VOLUME = "execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task"
@@ -115,6 +119,18 @@ def test_forward_takes_the_producers_parallelism_and_global_gives_one() -> None:
     for c in deploys(out):
         last = d.finish(c)
     assert names(last) == ["glob (1/1)#0"]
+
+
+def test_the_clusters_spark_cores_bound_the_default_but_not_a_configured_bound() -> None:
+    job = make_job([("src", 1), ("agg", 4)], [(0, 1, S.HASH)], auto=frozenset({1}))
+    agg = job.vertices[1]
+    assert AutoParallelismSettings().vertex_max_parallelism(agg) == 4  # the job's parallelism
+    cores = AutoParallelismSettings(cluster_spark_cores=2)
+    assert cores.vertex_max_parallelism(agg) == 2
+    # producers write only as many subpartitions as the bounded consumer may get subtasks
+    assert dynamic_vertices(job, cores) == {agg.id: 2}
+    assert AutoParallelismSettings(max_parallelism=3, cluster_spark_cores=2) \
+        .vertex_max_parallelism(agg) == 3
 
 
 def test_a_program_set_parallelism_is_kept() -> None:

@@ -94,24 +94,33 @@ class AutoParallelismSettings:
     avg_data_volume_per_task: int = 16 << 20
     #: None: each source vertex's default (the job's) parallelism
     default_source_parallelism: int | None = None
+    #: the Spark cores of the cluster's TaskManagers (``ResourceOverview.spark_cores``) when
+    #: the job started; None: unknown
+    cluster_spark_cores: int | None = None
 
     @classmethod
-    def from_configuration(cls, configuration: Configuration) -> AutoParallelismSettings:
+    def from_configuration(cls, configuration: Configuration,
+                           cluster_spark_cores: int | None = None) -> AutoParallelismSettings:
         return cls(
             enabled=configuration.get(AUTO_PARALLELISM_ENABLED),
             min_parallelism=configuration.get(AUTO_PARALLELISM_MIN),
             max_parallelism=configuration.get(AUTO_PARALLELISM_MAX),
             avg_data_volume_per_task=configuration.get(AUTO_PARALLELISM_AVG_DATA_VOLUME_PER_TASK),
             default_source_parallelism=configuration.get(AUTO_PARALLELISM_DEFAULT_SOURCE_PARALLELISM),
+            cluster_spark_cores=cluster_spark_cores,
         )
 
     def vertex_max_parallelism(self, vertex: JobVertex) -> int:
         """The most subtasks ``vertex`` may get: the configured bound
         (``default-source-parallelism`` for a vertex with a source, ``max-parallelism`` for the
-        others), else its default (the job's) parallelism; never above its max parallelism
-        (key groups)."""
+        others), else its default (the job's) parallelism, at most the cluster's Spark cores
+        when known (a subtask gets every core of its TaskManager's Spark server as
+        partitions, so subtasks beyond the cores only add Spark jobs and files); never above
+        its max parallelism (key groups)."""
         bound = self.default_source_parallelism if vertex.source is not None else self.max_parallelism
         wanted = bound if bound is not None else vertex.parallelism
+        if bound is None and self.cluster_spark_cores:
+            wanted = min(wanted, self.cluster_spark_cores)
         return max(1, min(wanted, vertex.max_parallelism))
 
 
