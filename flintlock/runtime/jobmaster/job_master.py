@@ -15,6 +15,7 @@ live in ``connections`` (a mixin), the checkpoint RPCs in ``checkpoint_rpcs``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable
@@ -199,11 +200,7 @@ class JobMaster(JobMasterConnections, JobMasterCheckpointRpcs, FencedRpcEndpoint
         try:
             self.configuration = self.cluster_configuration.copy().add_all(self.job_graph.configuration)
             adaptive = scheduler_type(self.job_graph, self.configuration) == "AdaptiveBatch"
-            cores = await self._cluster_spark_cores() if adaptive else None
-            auto = AutoParallelismSettings.from_configuration(self.configuration, cores)
-            if cores is not None and auto.enabled:
-                log.info("job %s: automatically sized vertices get at most %d subtasks (the "
-                         "Spark cores of the cluster's TaskManagers)", self.job_id, cores)
+            auto = AutoParallelismSettings.from_configuration(self.configuration)
             self.graph = ExecutionGraph(
                 self.job_graph,
                 self.clock.now_ms,
@@ -237,9 +234,22 @@ class JobMaster(JobMasterConnections, JobMasterCheckpointRpcs, FencedRpcEndpoint
             self._fail_without_graph(exc)
             return
         log.info("Starting JobMaster for job %s (%s).", self.job_graph.name, self.job_id)
-        self.run_async(asyncio.to_thread(self._prepare_job), self._on_prepared)
+        self.run_async(self._prepare(), self._on_prepared)
         self._connect_to_resource_manager()
         self.schedule(self._heartbeat_interval, self._heartbeat_tick)
+
+    async def _prepare(self) -> _Prepared:
+        """Bound an AdaptiveBatch job's automatic parallelism by the cluster's Spark cores
+        (before its sources are sized), then ``_prepare_job`` on a worker thread."""
+        scheduler = self.scheduler
+        if isinstance(scheduler, AdaptiveBatchScheduler) and scheduler.settings.enabled:
+            cores = await self._cluster_spark_cores()
+            if cores is not None:
+                scheduler.settings = dataclasses.replace(scheduler.settings,
+                                                         cluster_spark_cores=cores)
+                log.info("job %s: automatically sized vertices get at most %d subtasks (the "
+                         "Spark cores of the cluster's TaskManagers)", self.job_id, cores)
+        return await asyncio.to_thread(self._prepare_job)
 
     async def _cluster_spark_cores(self) -> int | None:
         """The Spark cores of the cluster's TaskManagers now (``ResourceOverview.spark_cores``),

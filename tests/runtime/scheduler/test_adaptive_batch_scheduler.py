@@ -124,13 +124,25 @@ def test_forward_takes_the_producers_parallelism_and_global_gives_one() -> None:
 def test_the_clusters_spark_cores_bound_the_default_but_not_a_configured_bound() -> None:
     job = make_job([("src", 1), ("agg", 4)], [(0, 1, S.HASH)], auto=frozenset({1}))
     agg = job.vertices[1]
-    assert AutoParallelismSettings().vertex_max_parallelism(agg) == 4  # the job's parallelism
     cores = AutoParallelismSettings(cluster_spark_cores=2)
-    assert cores.vertex_max_parallelism(agg) == 2
-    # producers write only as many subpartitions as the bounded consumer may get subtasks
-    assert dynamic_vertices(job, cores) == {agg.id: 2}
+    # producers still write for the job's parallelism; the decision takes at most the cores
+    assert dynamic_vertices(job, cores) == {agg.id: 4}
+    assert cores.decided_at_most(agg, 4) == 2
+    assert AutoParallelismSettings().decided_at_most(agg, 4) == 4  # cores unknown
     assert AutoParallelismSettings(max_parallelism=3, cluster_spark_cores=2) \
-        .vertex_max_parallelism(agg) == 3
+        .decided_at_most(agg, 3) == 3  # the key, when set, is the bound
+
+    d = Driver(job, adaptive=True, **{VOLUME: "1"})  # 1 byte per subtask would give agg 4
+    # what the JobMaster learnt from the ResourceManager before scheduling started
+    d.scheduler.settings = dataclasses.replace(d.scheduler.settings, cluster_spark_cores=2)
+    d.handle(StartScheduling())
+    _, cmds = d.offer(4)
+    (src,) = deploys(cmds)
+    assert src.tdd.produced_partitions[0].number_of_subpartitions == 4
+    out = d.finish(src) + d.offer(1)[1]  # the pool kept the slot the source used
+    assert names(out) == ["agg (1/2)#0", "agg (2/2)#0"]
+    gates = [c.tdd.input_gates[0] for c in deploys(out)]
+    assert [(g.subpartition_start, g.subpartition_end) for g in gates] == [(0, 1), (2, 3)]
 
 
 def test_a_program_set_parallelism_is_kept() -> None:

@@ -110,18 +110,26 @@ class AutoParallelismSettings:
             cluster_spark_cores=cluster_spark_cores,
         )
 
+    def _bound(self, vertex: JobVertex) -> int | None:
+        return self.default_source_parallelism if vertex.source is not None else self.max_parallelism
+
     def vertex_max_parallelism(self, vertex: JobVertex) -> int:
-        """The most subtasks ``vertex`` may get: the configured bound
-        (``default-source-parallelism`` for a vertex with a source, ``max-parallelism`` for the
-        others), else its default (the job's) parallelism, at most the cluster's Spark cores
-        when known (a subtask gets every core of its TaskManager's Spark server as
-        partitions, so subtasks beyond the cores only add Spark jobs and files); never above
-        its max parallelism (key groups)."""
-        bound = self.default_source_parallelism if vertex.source is not None else self.max_parallelism
+        """The most subtasks ``vertex`` may get (and the subpartitions its producers write for
+        it): the configured bound (``default-source-parallelism`` for a vertex with a source,
+        ``max-parallelism`` for the others), else its default (the job's) parallelism; never
+        above its max parallelism (key groups)."""
+        bound = self._bound(vertex)
         wanted = bound if bound is not None else vertex.parallelism
-        if bound is None and self.cluster_spark_cores:
-            wanted = min(wanted, self.cluster_spark_cores)
         return max(1, min(wanted, vertex.max_parallelism))
+
+    def decided_at_most(self, vertex: JobVertex, upper: int) -> int:
+        """``upper`` (``vertex_max_parallelism``), at most the cluster's Spark cores when they
+        are known and no key set the bound: a subtask gets every core of its TaskManager's
+        Spark server as partitions, so subtasks beyond the cores only add Spark jobs and
+        files."""
+        if self._bound(vertex) is None and self.cluster_spark_cores:
+            return max(1, min(upper, self.cluster_spark_cores))
+        return upper
 
 
 def scheduler_type(job_graph: JobGraph, configuration: Configuration) -> str:
@@ -214,6 +222,7 @@ class AdaptiveBatchScheduler(DefaultScheduler):
         upper = self.graph.dynamic_vertices.get(vertex.id)
         if upper is None:
             return vertex.parallelism
+        upper = self.settings.decided_at_most(vertex, upper)
         infer = getattr(vertex.source, "infer_parallelism", None)
         if not callable(infer):
             self._source_reasons[vertex.id] = "the default source parallelism"
@@ -402,7 +411,7 @@ class AdaptiveBatchScheduler(DefaultScheduler):
             if joined is not None:
                 return joined
         unread = unread_build_side(jv, ejv.pushed_probe_side)
-        max_p = graph.dynamic_vertices[jv.id]
+        max_p = self.settings.decided_at_most(jv, graph.dynamic_vertices[jv.id])
         infos: list[BlockingInputInfo] = []
         for edge in jv.inputs:
             result = graph.results[edge.source]
@@ -434,7 +443,7 @@ class AdaptiveBatchScheduler(DefaultScheduler):
             return None
         left, right = (JoinInput(_bytes_by_partition(self.graph.results[e.source]))
                        for e in edges)
-        max_p = self.graph.dynamic_vertices[jv.id]
+        max_p = self.settings.decided_at_most(jv, self.graph.dynamic_vertices[jv.id])
         decision = decide_adaptive_join(
             jv.adaptive_join, left, right, self.join_settings,
             min(self.settings.min_parallelism, max_p), max_p,
