@@ -372,10 +372,3 @@ class OperatorChain:
 
     def head(self) -> ChainedNode:
         return self.nodes[0]
-
-    def output_feed(self, dataset_id: IntermediateDataSetID) -> tuple[int, int] | None:
-        """(index into ``outputs`` of the output to ``dataset_id``, index of the node that
-        writes it), or None when the chain has no such output."""
-        index = next((i for i, o in enumerate(self.outputs) if o.dataset_id == dataset_id), None)
-        feeding = next((n for n, node in enumerate(self.nodes) if index in node.outputs), None)
-        return None if index is None or feeding is None else (index, feeding)

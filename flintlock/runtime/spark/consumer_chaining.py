@@ -33,10 +33,11 @@ def fed_output(chain: S.OperatorChain, dataset: IntermediateDataSetID,
     Raises:
         OperatorException: (non-recoverable, message ``missing``) the chain has no such output.
     """
-    feed = chain.output_feed(dataset)
-    if feed is None:
+    index = next((i for i, o in enumerate(chain.outputs) if o.dataset_id == dataset), None)
+    feeding = next((n for n, node in enumerate(chain.nodes) if index in node.outputs), None)
+    if index is None or feeding is None:
         raise OperatorException(missing, non_recoverable=True)
-    return feed
+    return index, feeding
 
 
 def chain_consumer(chain: S.OperatorChain, input_dataset: IntermediateDataSetID,

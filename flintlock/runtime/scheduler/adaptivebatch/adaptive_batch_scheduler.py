@@ -99,15 +99,13 @@ class AutoParallelismSettings:
     cluster_spark_cores: int | None = None
 
     @classmethod
-    def from_configuration(cls, configuration: Configuration,
-                           cluster_spark_cores: int | None = None) -> AutoParallelismSettings:
+    def from_configuration(cls, configuration: Configuration) -> AutoParallelismSettings:
         return cls(
             enabled=configuration.get(AUTO_PARALLELISM_ENABLED),
             min_parallelism=configuration.get(AUTO_PARALLELISM_MIN),
             max_parallelism=configuration.get(AUTO_PARALLELISM_MAX),
             avg_data_volume_per_task=configuration.get(AUTO_PARALLELISM_AVG_DATA_VOLUME_PER_TASK),
             default_source_parallelism=configuration.get(AUTO_PARALLELISM_DEFAULT_SOURCE_PARALLELISM),
-            cluster_spark_cores=cluster_spark_cores,
         )
 
     def _bound(self, vertex: JobVertex) -> int | None:
