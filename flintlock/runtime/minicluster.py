@@ -141,6 +141,10 @@ class MiniCluster:
             resource_id=ResourceID.generate(f"taskmanager-{index}"),
             clock=self._clock,
             number_of_slots=self.slots_per_task_manager,
+            # the TaskManagers share the process's Spark server: it counts once
+            # (``ResourceOverview.spark_servers``); the session is not started for this
+            spark_info=server_info() if (server_info := getattr(
+                self._services["spark"], "server_info", None)) else None,
         )
         await te.start()
         self.task_executors.append(te)

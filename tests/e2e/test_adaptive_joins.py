@@ -29,6 +29,10 @@ DEFAULTS = {
     "table.optimizer.skewed-join-optimization.skewed-factor": "4",
     "table.optimizer.skewed-join-optimization.skewed-threshold": "256m",
     "table.optimizer.runtime-filter.enabled": "false",
+    # several subtasks per vertex, as on a cluster of several Spark servers (local mode's one
+    # server would size every automatically sized vertex at 1)
+    "execution.batch.adaptive.auto-parallelism.max-parallelism": "4",
+    "execution.batch.adaptive.auto-parallelism.default-source-parallelism": "4",
 }
 
 

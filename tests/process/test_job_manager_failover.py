@@ -143,14 +143,17 @@ def test_a_killed_leader_is_replaced_and_its_running_job_finishes_exactly_once(
 #: argv: <output dir> <rows> <job name>; two stages: the sources, then a slow map into the sink
 TWO_STAGE_PROGRAM = """
 import sys, time
-from flintlock import StreamExecutionEnvironment
+from flintlock import Configuration, StreamExecutionEnvironment
 from flintlock.connectors import FileSink
 
 def slow(row):
     time.sleep(0.02)
     return (row.id,)
 
-env = StreamExecutionEnvironment.get_execution_environment()
+# two source subtasks, still sized by the scheduler: without the key, the cluster's one Spark
+# server would bound the source to one
+env = StreamExecutionEnvironment.get_execution_environment(Configuration({
+    "execution.batch.adaptive.auto-parallelism.default-source-parallelism": 2}))
 env.set_parallelism(2)
 (env.from_sequence(1, int(sys.argv[2])).rebalance().map(slow, "id long")
  .sink_to(FileSink.parquet(sys.argv[1])))

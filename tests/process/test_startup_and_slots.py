@@ -39,7 +39,7 @@ def slow(row):
 
 env = StreamExecutionEnvironment.get_execution_environment()
 # set on the operators: the job's default parallelism would only bound an automatically sized
-# vertex, which the cluster's 2 Spark cores would then bound further
+# vertex, which the cluster's Spark servers would then bound further
 (env.from_sequence(1, 600).set_parallelism(6).map(slow, "id long").set_parallelism(6)
  .sink_to(FileSink.parquet(sys.argv[1])).set_parallelism(6))
 env.execute("six subtasks on four slots")

@@ -100,8 +100,8 @@ __all__ = ["JobMaster", "OnTerminal"]
 
 log = logging.getLogger(__name__)
 
-#: how long a starting JobMaster waits for the ResourceManager's core count (seconds)
-CLUSTER_CORES_TIMEOUT_S = 2.0
+#: how long a starting JobMaster waits for the ResourceManager's count of Spark servers (s)
+CLUSTER_SPARK_TIMEOUT_S = 2.0
 
 #: what ``_prepare_job`` found: source splits, the checkpoint to start from, restored subtasks
 #: (a dynamic graph's: the records to replay on the mailbox first)
@@ -239,22 +239,23 @@ class JobMaster(JobMasterConnections, JobMasterCheckpointRpcs, FencedRpcEndpoint
         self.schedule(self._heartbeat_interval, self._heartbeat_tick)
 
     async def _prepare(self) -> _Prepared:
-        """Bound an AdaptiveBatch job's automatic parallelism by the cluster's Spark cores
+        """Bound an AdaptiveBatch job's automatic parallelism by the cluster's Spark servers
         (before its sources are sized), then ``_prepare_job`` on a worker thread."""
         scheduler = self.scheduler
         if isinstance(scheduler, AdaptiveBatchScheduler) and scheduler.settings.enabled:
-            cores = await self._cluster_spark_cores()
-            if cores is not None:
+            servers = await self._cluster_spark_servers()
+            if servers is not None:
                 scheduler.settings = dataclasses.replace(scheduler.settings,
-                                                         cluster_spark_cores=cores)
-                log.info("job %s: automatically sized vertices get at most %d subtasks (the "
-                         "Spark cores of the cluster's TaskManagers)", self.job_id, cores)
+                                                         cluster_spark_servers=servers)
+                log.info("job %s: automatically sized vertices get at most %d subtask(s) (the "
+                         "Spark servers of the cluster's TaskManagers)", self.job_id,
+                         servers)
         return await asyncio.to_thread(self._prepare_job)
 
-    async def _cluster_spark_cores(self) -> int | None:
-        """The Spark cores of the cluster's TaskManagers now (``ResourceOverview.spark_cores``),
-        or None when unknown: none registered, one on a remote Spark, or the ResourceManager
-        did not answer within ``CLUSTER_CORES_TIMEOUT_S``."""
+    async def _cluster_spark_servers(self) -> int | None:
+        """The Spark servers of the cluster's TaskManagers now
+        (``ResourceOverview.spark_servers``), or None when unknown: none registered, one on an
+        unknown Spark, or the ResourceManager did not answer within ``CLUSTER_SPARK_TIMEOUT_S``."""
         async def ask() -> Any:
             gateway = await self.rpc_service.connect(
                 self.resource_manager_address, ResourceManagerGateway,  # type: ignore[type-abstract]
@@ -262,12 +263,12 @@ class JobMaster(JobMasterConnections, JobMasterCheckpointRpcs, FencedRpcEndpoint
             return await gateway.request_resource_overview()
 
         try:
-            overview = await asyncio.wait_for(ask(), CLUSTER_CORES_TIMEOUT_S)
+            overview = await asyncio.wait_for(ask(), CLUSTER_SPARK_TIMEOUT_S)
         except Exception as exc:  # an unknown bound is no bound
-            log.debug("job %s: no cluster core count (%s)", self.job_id, exc)
+            log.debug("job %s: no count of the cluster's Spark servers (%s)", self.job_id, exc)
             return None
-        cores = int(getattr(overview, "spark_cores", 0) or 0)
-        return cores if cores >= 1 else None
+        servers = int(getattr(overview, "spark_servers", 0) or 0)
+        return servers if servers >= 1 else None
 
     async def stop(self) -> None:
         # let the final calls (free_slot, release_partitions, disconnects) go out before the base

@@ -41,7 +41,8 @@ class TaskExecutorRegistration:
         data_port: port of its partition data server (0 in-process).
         hardware: Flink's ``HardwareDescription``: ``{"cpuCores": int, "physicalMemory": bytes,
             "freeMemory": bytes (the maximum heap), "managedMemory": bytes}``.
-        spark: description of its Spark session (``{"master": "local[2]", "version": "4.3.0"}``).
+        spark: description of its Spark session (``{"master": "local[2]", "version": "4.3.0"}``;
+            ``"server"`` names an embedded server that several TaskManagers share).
         cpu_cores: the CPU cores it offers (its total ``ResourceProfile``'s).
         memory: Flink's ``TaskExecutorMemoryConfiguration`` in bytes (``frameworkHeap``,
             ``taskHeap``, ..., ``totalProcessMemory``; ``taskexecutor.process_status``).
@@ -156,9 +157,10 @@ class ResourceOverview:
     pending_task_managers: tuple[PendingTaskManagerInfo, ...] = ()
     #: why an active ResourceManager starts fewer TaskManagers than jobs need ("" if it does not)
     held_back: str = ""
-    #: the cores of the registered TaskManagers' embedded Spark servers (``local[N]``), summed;
-    #: 0 when there is none or one runs on a remote Spark (``spark.remote``) or an unknown one
-    spark_cores: float = 0.0
+    #: how many Spark servers (drivers) the registered TaskManagers run subtasks on: embedded
+    #: ones (``local[N]``, one per process: the MiniCluster's TaskManagers share one) and remote
+    #: ones (one per ``spark.remote`` URL); 0 when there is none or one's Spark is unknown
+    spark_servers: int = 0
 
 
 class ResourceManagerGateway(Protocol):

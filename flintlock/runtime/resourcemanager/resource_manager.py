@@ -346,16 +346,24 @@ class ResourceManager(FencedRpcEndpoint):
                                 number_of_blocked_task_managers=blocked,
                                 number_of_free_and_blocked_slots=(
                                     tracker.number_of_free_and_blocked_slots()),
-                                spark_cores=self._embedded_spark_cores())
+                                spark_servers=self._spark_servers())
 
-    def _embedded_spark_cores(self) -> float:
-        """The cores of the registered TaskManagers' embedded Spark servers, summed; 0 unless
-        every one runs an embedded server (``ResourceOverview.spark_cores``)."""
-        registrations = [w.registration for w in self._task_executors.values()]
-        if not registrations or any(
-                not str(r.spark.get("master", "")).startswith("local") for r in registrations):
-            return 0.0
-        return sum(r.cpu_cores for r in registrations)
+    def _spark_servers(self) -> int:
+        """How many Spark servers (drivers) the registered TaskManagers run their subtasks on
+        (``ResourceOverview.spark_servers``): an embedded one per process (``spark["server"]``,
+        which the MiniCluster's TaskManagers share, else one per TaskManager), a remote one per
+        ``spark.remote`` URL; 0 when none registered or one's Spark is unknown."""
+        servers: set[str] = set()
+        for worker in self._task_executors.values():
+            registration = worker.registration
+            master = str(registration.spark.get("master", ""))
+            if master.startswith("local"):
+                servers.add(registration.spark.get("server") or str(registration.resource_id))
+            elif master.startswith("sc://"):
+                servers.add(master)
+            else:
+                return 0
+        return len(servers)
 
     async def notify_new_blocked_nodes(self, resource_ids: tuple[ResourceID, ...],
                                        duration_s: float, cause: str) -> Acknowledge:

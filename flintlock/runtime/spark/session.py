@@ -23,6 +23,7 @@ import hashlib
 import logging
 import os
 import re
+import socket
 import sys
 import tempfile
 import threading
@@ -381,8 +382,8 @@ class SparkSessionProvider:
         _prepare_environment()
         from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-        cores = self._configuration.get(TM_CPU_CORES) or os.cpu_count() or 1
-        remote = self._configuration.get_raw("spark.remote") or f"local[{cores}]"
+        cores = self._cores()
+        remote = self._remote()
         settings = default_spark_settings(cores)
         settings.update(self._configuration.spark_settings())
         if str(remote).startswith("sc://"):
@@ -435,6 +436,23 @@ class SparkSessionProvider:
             return directory
         settings["spark.driver.extraJavaOptions"] = f"{extra} {sharing}".strip()
         return None
+
+    def _cores(self) -> int:
+        return int(self._configuration.get(TM_CPU_CORES) or os.cpu_count() or 1)
+
+    def _remote(self) -> str:
+        """``spark.remote``, else the embedded server's master ``local[<cores>]``."""
+        return str(self._configuration.get_raw("spark.remote") or f"local[{self._cores()}]")
+
+    def server_info(self) -> dict[str, str]:
+        """``{"master": ..., "server": ...}`` without starting the session: the master it runs
+        (or will run) on, and for an embedded server its name (``<host>:<pid>``: one per
+        process), so that TaskManagers sharing it (the MiniCluster's) count it once
+        (``ResourceOverview.spark_servers``)."""
+        master = self._master or hide_credentials(self._remote())
+        if not master.startswith("local"):
+            return {"master": master}
+        return {"master": master, "server": f"{socket.gethostname()}:{os.getpid()}"}
 
     def describe(self) -> dict[str, str]:
         """``{"master": ..., "version": ...}`` (starts the session if needed)."""

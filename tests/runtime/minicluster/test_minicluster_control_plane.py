@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
+from flintlock.config import Configuration
 from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.ids import IntermediateDataSetID, JobID, JobVertexID
 from flintlock.runtime.jobgraph.job_graph import IntermediateDataSet, JobEdge, JobGraph, JobVertex
 from flintlock.runtime.jobgraph.types import JobStatus, JobType, ResultPartitionType, ShipStrategy
 from flintlock.runtime.minicluster import MiniCluster
 from flintlock.runtime.rest.messages_cluster import task_manager_details
+from flintlock.runtime.spark.session import SparkSessionProvider
 from flintlock.testing.clusters import gen_mini_cluster
 from flintlock.testing.invokables import LATCH_KEY, blocking_latch_scope
 
@@ -144,3 +146,17 @@ async def test_a_group_asking_for_more_cores_than_any_task_manager_fails_clearly
     assert result.application_status == "FAILED"
     message = result.failure.error.message
     assert "ResourceProfile{cpuCores=3" in message and "taskmanager.cpu.cores" in message, message
+
+
+_UNSTARTED_SPARK = SparkSessionProvider(Configuration({"taskmanager.cpu.cores": "2"}))
+
+
+@gen_mini_cluster(task_managers=2, slots_per_task_manager=2, spark=_UNSTARTED_SPARK)
+async def test_task_managers_sharing_the_process_spark_server_count_it_once(
+        cluster: MiniCluster) -> None:
+    # what bounds an AdaptiveBatch job's automatic parallelism in local mode: one server
+    overview = await cluster.resource_manager.request_resource_overview()
+    assert (overview.number_of_task_managers, overview.spark_servers) == (2, 1), overview
+    infos = await cluster.resource_manager.request_task_manager_infos()
+    assert [i.spark["master"] for i in infos] == ["local[2]", "local[2]"]
+    assert _UNSTARTED_SPARK._session is None  # registering did not start the session

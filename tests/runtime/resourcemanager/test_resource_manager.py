@@ -110,24 +110,31 @@ def test_registration_and_overview_counts() -> None:
     _run(body)
 
 
-def test_overview_sums_the_cores_of_embedded_spark_servers_only() -> None:
+def test_overview_counts_the_spark_servers_of_the_task_managers() -> None:
     async def body(env: Env) -> None:
-        async def register(name: str, master: str, cores: float) -> None:
+        async def register(name: str, spark: dict[str, str]) -> None:
             te = TestingEndpoint(name, TaskExecutorGateway)
             env.rpc.register(te)
             await te.start()
             env.tes[name] = te
             assert (await env.gw.register_task_executor(TaskExecutorRegistration(
-                te.address, ResourceID(name), 1, spark={"master": master},
-                cpu_cores=cores))).success
+                te.address, ResourceID(name), 1, spark=spark, cpu_cores=2.0))).success
 
-        assert (await env.overview()).spark_cores == 0  # nobody registered: unknown
-        await register("te-1", "local[1]", 1.0)
-        await register("te-2", "local[2]", 2.0)
-        assert (await env.overview()).spark_cores == 3.0
-        # one TaskManager on a remote Spark: its cores are not the cluster's, so none is known
-        await register("te-3", "sc://spark:15002", 8.0)
-        assert (await env.overview()).spark_cores == 0
+        assert (await env.overview()).spark_servers == 0  # nobody registered: unknown
+        await register("te-1", {"master": "local[1]"})  # a process of its own: its own server
+        await register("te-2", {"master": "local[2]"})
+        assert (await env.overview()).spark_servers == 2
+        # two TaskManagers of one process (a MiniCluster) name the server they share
+        await register("te-3", {"master": "local[2]", "server": "host:42"})
+        await register("te-4", {"master": "local[2]", "server": "host:42"})
+        assert (await env.overview()).spark_servers == 3
+        # TaskManagers on one remote Spark share its server (driver)
+        await register("te-5", {"master": "sc://spark:15002"})
+        await register("te-6", {"master": "sc://spark:15002"})
+        assert (await env.overview()).spark_servers == 4
+        # a TaskManager whose Spark is unknown (a test's shared session): no count at all
+        await register("te-7", {"master": "shared"})
+        assert (await env.overview()).spark_servers == 0
 
     _run(body)
 

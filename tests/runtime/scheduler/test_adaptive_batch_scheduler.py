@@ -121,20 +121,20 @@ def test_forward_takes_the_producers_parallelism_and_global_gives_one() -> None:
     assert names(last) == ["glob (1/1)#0"]
 
 
-def test_the_clusters_spark_cores_bound_the_default_but_not_a_configured_bound() -> None:
+def test_the_clusters_spark_servers_bound_the_default_but_not_a_configured_bound() -> None:
     job = make_job([("src", 1), ("agg", 4)], [(0, 1, S.HASH)], auto=frozenset({1}))
     agg = job.vertices[1]
-    cores = AutoParallelismSettings(cluster_spark_cores=2)
-    # producers still write for the job's parallelism; the decision takes at most the cores
-    assert dynamic_vertices(job, cores) == {agg.id: 4}
-    assert cores.decided_at_most(agg, 4) == 2
-    assert AutoParallelismSettings().decided_at_most(agg, 4) == 4  # cores unknown
-    assert AutoParallelismSettings(max_parallelism=3, cluster_spark_cores=2) \
+    servers = AutoParallelismSettings(cluster_spark_servers=2)
+    # producers still write for the job's parallelism; the decision takes at most the servers
+    assert dynamic_vertices(job, servers) == {agg.id: 4}
+    assert servers.decided_at_most(agg, 4) == 2
+    assert AutoParallelismSettings().decided_at_most(agg, 4) == 4  # servers unknown
+    assert AutoParallelismSettings(max_parallelism=3, cluster_spark_servers=2) \
         .decided_at_most(agg, 3) == 3  # the key, when set, is the bound
 
     d = Driver(job, adaptive=True, **{VOLUME: "1"})  # 1 byte per subtask would give agg 4
     # what the JobMaster learnt from the ResourceManager before scheduling started
-    d.scheduler.settings = dataclasses.replace(d.scheduler.settings, cluster_spark_cores=2)
+    d.scheduler.settings = dataclasses.replace(d.scheduler.settings, cluster_spark_servers=2)
     d.handle(StartScheduling())
     _, cmds = d.offer(4)
     (src,) = deploys(cmds)
