@@ -14,7 +14,7 @@ import click
 
 from benchmarks.runner import EXTRA_WORKLOADS, Settings, run_benchmark
 from benchmarks.spark_target import check_spec
-from benchmarks.systems import SYSTEMS, RunFailed
+from benchmarks.systems import STANDALONE, SYSTEMS, RunFailed, system_names
 from benchmarks.verify import WrongAnswer
 from benchmarks.workloads import TPCH, WORKLOADS
 
@@ -71,11 +71,14 @@ def cli() -> None:
 @click.option("--warmups", type=click.IntRange(min=0), default=1, show_default=True,
               help="Warm-up rounds per workload (not measured).")
 @click.option("--systems", default=",".join(SYSTEMS), show_default=True,
-              help="Comma-separated systems.")
+              help=f"Comma-separated systems; a Spark-based one with {STANDALONE} appended runs "
+                   "on a Spark standalone cluster the harness starts, beside the others (e.g. "
+                   f"flintlock-session{STANDALONE},pyspark-warm{STANDALONE}).")
 @click.option("--workloads", default=",".join(("tpch", *(w for w in WORKLOADS if w not in TPCH),
                                                *EXTRA_WORKLOADS)), show_default=True,
-              help="Comma-separated workloads (latency and control_plane included); "
-                   "'tpch' stands for q1,...,q22.")
+              help="Comma-separated workloads (latency, control_plane, slot_sharing and load "
+                   "included; the last two start their own 2-TaskManager clusters); 'tpch' "
+                   "stands for q1,...,q22.")
 @click.option("--data", "data_root", default="data", show_default=True,
               help="Data root (generated there when missing).")
 @click.option("--text-copies", type=click.IntRange(min=1), default=38, show_default=True,
@@ -101,6 +104,12 @@ def cli() -> None:
               help="Seconds one control-plane job may take; larger sizes are skipped after it.")
 @click.option("--control-plane-budget", type=float, default=45.0, show_default=True,
               help="Seconds of measured control-plane jobs per size (at least one job runs).")
+@click.option("--slot-sharing-runs", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Q18 runs per cluster of the slot_sharing workload.")
+@click.option("--slot-sharing-measured", type=click.IntRange(min=1), default=4, show_default=True,
+              help="The last runs of each slot_sharing cluster that count.")
+@click.option("--load-jobs", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Small jobs submitted at once in the load workload.")
 @click.option("-D", "flintlock_conf", multiple=True, metavar="KEY=VALUE",
               help="Extra flintlock configuration for both flintlock systems (repeatable).")
 @click.option("--spark-remote", metavar="URL|standalone", default=None,
@@ -120,7 +129,8 @@ def run(sf: float, runs: int, warmups: int, systems: str, workloads: str, data_r
         text_copies: int, parallelism: int | None, cores: int | None, task_managers: int,
         slots: int | None, timeout: float, latency_runs: int, control_plane_sizes: str,
         control_plane_runs: int, control_plane_timeout: float,
-        control_plane_budget: float, flintlock_conf: tuple[str, ...], spark_remote: str | None,
+        control_plane_budget: float, slot_sharing_runs: int, slot_sharing_measured: int,
+        load_jobs: int, flintlock_conf: tuple[str, ...], spark_remote: str | None,
         keep_going: bool, require_pyflink: bool, out_dir: str, no_report: bool,
         docs: str | None) -> None:
     """Run the benchmark, write benchmarks/results/<date>-<host>.json and the report."""
@@ -128,14 +138,15 @@ def run(sf: float, runs: int, warmups: int, systems: str, workloads: str, data_r
     remote, conf = _spark_remote(spark_remote, flintlock_conf)
     settings = Settings(
         data_root=data_root, sf=sf, runs=runs, warmups=warmups,
-        systems=_names(systems, SYSTEMS, "systems"),
+        systems=_names(systems, system_names(), "systems"),
         workloads=_names(workloads, (*WORKLOADS, *EXTRA_WORKLOADS), "workloads",
                          {"tpch": TPCH}),
         parallelism=parallelism or n, cores=cores or n, task_managers=task_managers,
         slots_per_task_manager=slots or max(1, n // task_managers), text_copies=text_copies, timeout_s=timeout,
         latency_runs=latency_runs, control_plane_sizes=_sizes(control_plane_sizes),
         control_plane_runs=control_plane_runs, control_plane_timeout_s=control_plane_timeout,
-        control_plane_budget_s=control_plane_budget,
+        control_plane_budget_s=control_plane_budget, slot_sharing_runs=slot_sharing_runs,
+        slot_sharing_measured=min(slot_sharing_measured, slot_sharing_runs), load_jobs=load_jobs,
         keep_going=keep_going, pyflink_required=require_pyflink, out_dir=out_dir,
         flintlock_conf=conf, spark_remote=remote,
     )

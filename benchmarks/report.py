@@ -19,14 +19,18 @@ from benchmarks.stats import (
     DUCKDB,
     FLINTLOCK_LOCAL,
     FLINTLOCK_SESSION,
+    FLINTLOCK_SESSION_STANDALONE,
+    LOOP_LAG_P99_BOUND_MS,
     PYFLINK,
     PYSPARK_COLD,
     PYSPARK_WARM,
+    PYSPARK_WARM_STANDALONE,
     TPCH,
     Summary,
     check_targets,
     geomean,
     ratio,
+    slot_sharing_ratio,
     summarize,
     summarize_control_plane,
 )
@@ -34,12 +38,15 @@ from benchmarks.stats import (
 __all__ = ["CHARTS", "RATIOS", "render_markdown", "write_charts", "write_report"]
 
 REPO = Path(__file__).resolve().parents[1]
-ORDER = (FLINTLOCK_SESSION, FLINTLOCK_LOCAL, PYSPARK_WARM, PYSPARK_COLD, PYFLINK, DUCKDB)
+ORDER = (FLINTLOCK_SESSION, FLINTLOCK_LOCAL, PYSPARK_WARM, PYSPARK_COLD,
+         FLINTLOCK_SESSION_STANDALONE, PYSPARK_WARM_STANDALONE, PYFLINK, DUCKDB)
 WORKLOAD_TITLES = {**{q: f"TPC-H Q{q[1:]}" for q in TPCH},
                    "word_count": "word count", "flights": "nycflights13"}
 #: (column title, numerator system, denominator system, metric)
 RATIOS = (
     ("session / PySpark warm (engine)", FLINTLOCK_SESSION, PYSPARK_WARM, "job_s"),
+    ("on standalone Spark: session / PySpark warm (engine)", FLINTLOCK_SESSION_STANDALONE,
+     PYSPARK_WARM_STANDALONE, "job_s"),
     ("session / PySpark cold (as run)", FLINTLOCK_SESSION, PYSPARK_COLD, "wall_s"),
     ("session / PyFlink (as run)", FLINTLOCK_SESSION, PYFLINK, "wall_s"),
     ("local / PySpark cold (as run)", FLINTLOCK_LOCAL, PYSPARK_COLD, "wall_s"),
@@ -166,6 +173,12 @@ def _settings(doc: Mapping[str, Any]) -> list[str]:
         f"`parallelism.default`); the session cluster has {s.get('task_managers')} TaskManagers "
         f"x {s.get('slots_per_task_manager')} slot(s).",
         spark_line(doc),
+        *([f"- Systems ending in `@standalone` ran on a Spark standalone cluster the harness "
+           f"started (master `{doc['spark_standalone'].get('master')}`, one worker with "
+           f"{doc['spark_standalone'].get('worker_cores')} cores, Spark Connect server "
+           f"`{doc['spark_standalone'].get('remote')}`): flintlock's TaskManagers with "
+           "`spark.remote`, plain PySpark as a Connect client."]
+          if doc.get("spark_standalone") else []),
     ]
 
 
@@ -210,13 +223,16 @@ def render_markdown(doc: Mapping[str, Any], source: str, images: Mapping[str, st
             "and 3 measured rounds, take roughly 1 h 45 min to 2 h at SF 1 on an idle 2-core "
             "machine; a slower flintlock stretches that, each run being cut at `--timeout`; "
             "`--workloads` and `--systems` select a part (`--workloads tpch` is the 22 queries), "
-            "`--spark-remote` runs the Spark-based systems on one shared Spark, "
+            "`--spark-remote` runs the Spark-based systems on one shared Spark, a system "
+            "with `@standalone` appended runs on a Spark standalone cluster beside the others, "
+            "the `slot_sharing` and `load` workloads start clusters of their own, "
             "`python -m benchmarks run --help` lists the knobs):",
             "", "```bash", "make bench            # = .venv/bin/python -m benchmarks run --sf 1",
             "python -m benchmarks report benchmarks/results/<date>-<host>.json  # this page",
             "```", ""]
 
-    out += ["## Targets (issue 6)", "", "| target | goal | measured | met |", "|---|---|---|:-:|"]
+    out += ["## Targets (issues 6 and 10)", "", "| target | goal | measured | met |",
+            "|---|---|---|:-:|"]
     for t in check_targets(doc):
         mark = {True: "yes", False: "**no**", None: "–"}[t.met]
         out.append(f"| {t.name} | {t.goal} | {t.measured} | {mark} |")
@@ -263,6 +279,8 @@ def render_markdown(doc: Mapping[str, Any], source: str, images: Mapping[str, st
             if s:
                 out.append(f"| {label} | {s.median:.3f} s | {s.min:.3f} s | {s.max:.3f} s |")
         out.append("")
+
+    out += _data_plane(doc)
 
     cp = summarize_control_plane(doc.get("control_plane", []))
     if cp:
@@ -326,6 +344,42 @@ def render_markdown(doc: Mapping[str, Any], source: str, images: Mapping[str, st
             "- Failover: see [failover-benchmark.md](failover-benchmark.md).",
             ""]
     return "\n".join(out)
+
+
+def _data_plane(doc: Mapping[str, Any]) -> list[str]:
+    """The slot-sharing and load sections (``benchmarks.data_plane``), when measured."""
+    out: list[str] = []
+    sharing = doc.get("slot_sharing")
+    if sharing:
+        n = sharing.get("measured")
+        out += ["## Slot sharing", "",
+                "TPC-H Q18 written to a FileSink (`benchmarks/programs/q18_file_sink.py`) on "
+                "session clusters of 2 TaskManager processes; the client process's wall time, "
+                f"median of the last {n} runs on each cluster (all runs in brackets).", "",
+                "| cluster | job parallelism | most subtasks of a vertex | s |",
+                "|---|---:|---:|---:|"]
+        for tag, label, p in (("p2_2x1", "2 x 1 slots", 2), ("p4_2x4", "2 x 4 slots", 4)):
+            runs = sharing.get(f"{tag}_s", [])
+            cell = _cell(Summary.of(runs[-n:] if n else runs))
+            out.append(f"| {label} | {p} | {sharing.get('parallelism', {}).get(tag, '–')} | "
+                       f"{cell} ({', '.join(f'{r:.2f}' for r in runs)}) |")
+        out += ["", f"Ratio p4 / p2: **{_ratio(slot_sharing_ratio(sharing))}**.", ""]
+    load = doc.get("load")
+    if load:
+        out += ["## Under load", "",
+                "A session cluster of 2 TaskManagers x 4 slots with `heartbeat.timeout: 10000`: "
+                f"Q18 at parallelism 4 ({load.get('q18_s', 0):.1f} s), then {load.get('jobs')} "
+                f"small jobs submitted at once ({load.get('jobs_s', 0):.1f} s). "
+                f"{load.get('finished')} jobs finished, Q18 with {load.get('restarts')} "
+                f"restart(s); {len(load.get('heartbeat_timeouts', []))} heartbeat timeout(s) in "
+                f"the logs. Every process's event-loop lag, polled from REST every second "
+                f"({load.get('polls')} polls; the worst 60 s window; bound p99 < "
+                f"{LOOP_LAG_P99_BOUND_MS:.0f} ms):", "",
+                "| process | p99 (ms) | max (ms) |", "|---|---:|---:|"]
+        for who, lag in sorted(load.get("lag_ms", {}).items()):
+            out.append(f"| {who} | {lag.get('LagP99Ms', 0):.0f} | {lag.get('LagMaxMs', 0):.0f} |")
+        out.append("")
+    return out
 
 
 def write_charts(doc: Mapping[str, Any], images_dir: Path) -> dict[str, str]:

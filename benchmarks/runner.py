@@ -24,6 +24,7 @@ until ``control_plane_budget_s`` is spent; sizes after one that failed or overra
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import shutil
@@ -36,17 +37,27 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.data_plane import load, slot_sharing
 from benchmarks.machine import machine_info
 from benchmarks.memory import MemorySampler
 from benchmarks.spark_target import SparkTarget, start_spark
-from benchmarks.systems import SYSTEMS, Context, RunFailed, System, make_system, run_process
+from benchmarks.systems import (
+    SPARK_BASED,
+    STANDALONE,
+    SYSTEMS,
+    Context,
+    RunFailed,
+    System,
+    make_system,
+    run_process,
+)
 from benchmarks.verify import check_answer
 from benchmarks.workloads import WORKLOADS, DuckDB, ensure_data, sort_keys
 
 __all__ = ["EXTRA_WORKLOADS", "Settings", "run_benchmark"]
 
 REPO = Path(__file__).resolve().parents[1]
-EXTRA_WORKLOADS = ("latency", "control_plane")
+EXTRA_WORKLOADS = ("latency", "control_plane", "slot_sharing", "load")
 
 
 @dataclass
@@ -74,6 +85,9 @@ class Settings:
     out_dir: str = "benchmarks/results"
     flintlock_conf: list[str] = field(default_factory=list)
     spark_remote: str | None = None  # None: every system its own local Spark; a URL; "standalone"
+    slot_sharing_runs: int = 8
+    slot_sharing_measured: int = 4  # the last runs of each cluster that count
+    load_jobs: int = 50
 
 
 def _rotate(items: list[str], k: int) -> list[str]:
@@ -113,10 +127,11 @@ def run_benchmark(s: Settings, log: Callable[[str], None] = print) -> Path:
     }
     systems: list[System] = []
     spark: SparkTarget | None = None
+    standalone: SparkTarget | None = None
     ok = False
     try:
-        spark_based = {"flintlock-session", "flintlock-local", "pyspark-warm", "pyspark-cold"}
-        uses_spark = "latency" in s.workloads or (data_workloads and spark_based & set(s.systems))
+        uses_spark = "latency" in s.workloads or (data_workloads
+                                                  and set(SPARK_BASED) & set(s.systems))
         try:
             spark = start_spark(s.spark_remote if uses_spark else None, workdir, s.cores, log)
         except RuntimeError as exc:  # the standalone cluster did not come up
@@ -124,10 +139,19 @@ def run_benchmark(s: Settings, log: Callable[[str], None] = print) -> Path:
         spark.watch(sampler)
         doc["spark"] = spark.describe()
         if spark.remote:
-            ctx.spark_remote = spark.remote
-            ctx.flintlock_conf = [*(c for c in ctx.flintlock_conf
-                                    if not c.startswith("spark.remote=")),
-                                  f"spark.remote={spark.remote}"]
+            ctx = _on_spark(ctx, spark.remote)
+        contexts = {"": ctx}
+        if data_workloads and any(name.endswith(STANDALONE) for name in s.systems):
+            if spark.remote:
+                raise RunFailed(f"systems ending in {STANDALONE} run beside systems on their "
+                                "own local Spark; drop --spark-remote")
+            try:
+                standalone = start_spark("standalone", workdir, s.cores, log)
+            except RuntimeError as exc:
+                raise RunFailed(f"Spark standalone cluster: {exc}") from exc
+            standalone.watch(sampler)
+            doc["spark_standalone"] = standalone.describe()
+            contexts[STANDALONE] = _on_spark(ctx, standalone.remote)
         db = DuckDB(paths)
         references = {}
         for w in data_workloads:
@@ -137,7 +161,8 @@ def run_benchmark(s: Settings, log: Callable[[str], None] = print) -> Path:
         db.close()
         need_session = "flintlock-session" in s.systems or "latency" in s.workloads
         for name in s.systems if data_workloads else []:
-            systems.append(_start(name, ctx, s, doc, log))
+            suffix = STANDALONE if name.endswith(STANDALONE) else ""
+            systems.append(_start(name, contexts[suffix], s, doc, log))
         systems = [x for x in systems if x is not None]
         if need_session and not any(x.name == "flintlock-session" for x in systems):
             session = _start("flintlock-session", ctx, s, doc, log)
@@ -162,6 +187,11 @@ def run_benchmark(s: Settings, log: Callable[[str], None] = print) -> Path:
             doc["latency"] = _latency(by_name["flintlock-session"], s, ctx, log)
         if "control_plane" in s.workloads:
             doc["control_plane"] = _control_plane(s, ctx, doc, log)
+        if "slot_sharing" in s.workloads:
+            doc["slot_sharing"] = slot_sharing(ctx, s.slot_sharing_runs,
+                                               s.slot_sharing_measured, log)
+        if "load" in s.workloads:
+            doc["load"] = load(ctx, s.load_jobs, log)
         ok = True
     finally:
         for x in reversed(systems):
@@ -169,9 +199,11 @@ def run_benchmark(s: Settings, log: Callable[[str], None] = print) -> Path:
                 x.stop()
             except Exception as exc:  # keep stopping the others
                 log(f"warning: stopping {x.name} failed: {exc}")
-        if spark is not None:
+        for target in (standalone, spark):
+            if target is None:
+                continue
             try:
-                spark.stop()
+                target.stop()
             except Exception as exc:
                 log(f"warning: stopping the Spark standalone cluster failed: {exc}")
         sampler.sample_once()
@@ -196,6 +228,14 @@ def run_benchmark(s: Settings, log: Callable[[str], None] = print) -> Path:
     return path
 
 
+def _on_spark(ctx: Context, remote: str | None) -> Context:
+    """``ctx`` for systems on the Spark Connect server ``remote``: PySpark connects to it and
+    flintlock's TaskManagers get ``-D spark.remote=<remote>``."""
+    conf = [c for c in ctx.flintlock_conf if not c.startswith("spark.remote=")]
+    return dataclasses.replace(ctx, spark_remote=remote,
+                               flintlock_conf=[*conf, f"spark.remote={remote}"])
+
+
 def _not_declined(workload: str, active: list[str], by_name: dict[str, System],
                   doc: dict[str, Any], log: Callable[[str], None]) -> list[str]:
     """The systems of ``active`` that run ``workload``; the others' reasons go to ``skipped``."""
@@ -205,7 +245,7 @@ def _not_declined(workload: str, active: list[str], by_name: dict[str, System],
         if reason is None:
             running.append(name)
             continue
-        log(f"{workload:10s} {name:17s} skipped: {reason}")
+        log(f"{workload:10s} {name:28s} skipped: {reason}")
         doc["skipped"].append({"workload": workload, "system": name, "reason": reason})
     return running
 
@@ -234,7 +274,7 @@ def _one_run(system: System, workload: str, i: int, s: Settings, ctx: Context,
     warmup = i < s.warmups
     run_dir = ctx.workdir / f"{workload}-{system.name}-{i}"
     run_dir.mkdir()
-    label = f"{workload:10s} {system.name:17s} {'warm-up' if warmup else f'run {i - s.warmups + 1}'}"
+    label = f"{workload:10s} {system.name:28s} {'warm-up' if warmup else f'run {i - s.warmups + 1}'}"
     try:
         r = system.run(workload, run_dir)
     except RunFailed as exc:

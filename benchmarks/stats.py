@@ -12,6 +12,7 @@ from any results file. Shapes (times in seconds, memory in bytes):
 - ``latency``: ``{"client_s": [...], "rest_s": [...]}`` of the small two-vertex job.
 - ``control_plane``: ``[{"subtasks", "deployed_s": [...], "finished_s": [...]}]``.
 - ``memory``: ``{role: {"peak_rss_bytes", "peak_tree_rss_bytes"}}``.
+- ``slot_sharing`` and ``load``: the shapes of ``benchmarks.data_plane``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = [
     "Summary",
     "TPCH",
     "check_targets",
+    "slot_sharing_ratio",
     "geomean",
     "ratio",
     "summarize",
@@ -41,6 +43,12 @@ PYSPARK_WARM = "pyspark-warm"
 PYSPARK_COLD = "pyspark-cold"
 PYFLINK = "pyflink"
 DUCKDB = "duckdb"
+#: the two systems on the harness's Spark standalone cluster (``benchmarks.systems.STANDALONE``)
+FLINTLOCK_SESSION_STANDALONE = "flintlock-session@standalone"
+PYSPARK_WARM_STANDALONE = "pyspark-warm@standalone"
+#: the load issue's bounds: slot sharing p4 / p2 and event-loop lag p99 (ms)
+SLOT_SHARING_BOUND = 1.2
+LOOP_LAG_P99_BOUND_MS = 200.0
 
 
 @dataclass(frozen=True)
@@ -110,7 +118,7 @@ def summarize_control_plane(rows: Iterable[Mapping[str, Any]]) -> list[dict[str,
 
 @dataclass(frozen=True)
 class Target:
-    """One target of issue 6 and how the run measured against it."""
+    """One target (issues 6 and 10) and how the run measured against it."""
 
     name: str
     goal: str
@@ -128,21 +136,21 @@ def check_targets(doc: Mapping[str, Any]) -> list[Target]:
     wall = summarize(doc.get("measurements", []), "wall_s")
     targets: list[Target] = []
 
-    warm = {q: ratio(job.get(q, {}).get(FLINTLOCK_SESSION), job.get(q, {}).get(PYSPARK_WARM))
-            for q in TPCH if q in job}
-    measured = {q: r for q, r in warm.items() if r is not None}
-    if measured:
-        gm = geomean(measured.values())
-        worst_q = max(measured, key=lambda q: measured[q])
-        targets.append(Target(
-            "TPC-H warm, geometric mean", "flintlock / warm PySpark <= 1.2",
-            _fmt_ratio(gm), gm is not None and gm <= 1.2))
-        targets.append(Target(
-            "TPC-H warm, every query", "flintlock / warm PySpark <= 1.5",
-            f"worst {worst_q} {_fmt_ratio(measured[worst_q])}", measured[worst_q] <= 1.5))
-    else:
-        targets.append(Target("TPC-H warm", "flintlock / warm PySpark <= 1.2 (gm), <= 1.5", "n/a",
-                              None))
+    targets += _warm_targets(job, FLINTLOCK_SESSION, PYSPARK_WARM, "TPC-H warm")
+    if any(FLINTLOCK_SESSION_STANDALONE in job.get(q, {}) for q in TPCH):
+        targets += _warm_targets(job, FLINTLOCK_SESSION_STANDALONE, PYSPARK_WARM_STANDALONE,
+                                 "TPC-H warm on a Spark standalone cluster")
+    local = {q: r for q in TPCH if q in wall
+             if (r := ratio(wall[q].get(FLINTLOCK_LOCAL), wall[q].get(PYSPARK_COLD))) is not None}
+    if local:
+        slower = [q for q in TPCH if local.get(q, 0) >= 1.0]
+        worst = max(local, key=lambda q: local[q])
+        detail = (f"geometric mean {_fmt_ratio(geomean(local.values()))}; "
+                  + (f"not faster on {', '.join(slower)}" if slower else
+                     f"faster on all {len(local)}") + f" (worst {worst} {_fmt_ratio(local[worst])})")
+        targets.append(Target("local mode vs cold PySpark, every TPC-H query",
+                              "`flintlock run` (local) wall time < a fresh `python job.py`",
+                              detail, not slower))
 
     for other, label in ((PYSPARK_COLD, "cold PySpark"), (PYFLINK, "PyFlink")):
         rs = {w: ratio(wall[w].get(FLINTLOCK_SESSION), wall[w].get(other))
@@ -159,6 +167,27 @@ def check_targets(doc: Mapping[str, Any]) -> list[Target]:
         targets.append(Target(f"as users run them vs {label}",
                               "flintlock session wall time < theirs on every workload",
                               detail, not slower))
+
+    sharing = slot_sharing_ratio(doc.get("slot_sharing") or {})
+    if sharing is not None:
+        targets.append(Target("slot sharing", "Q18 at p4 on 2 x 4 slots / p2 on 2 x 1 slots "
+                              f"<= {SLOT_SHARING_BOUND}", _fmt_ratio(sharing),
+                              sharing <= SLOT_SHARING_BOUND))
+    load = doc.get("load")
+    if load:
+        worst_p99 = max((v.get("LagP99Ms", 0.0) for v in load.get("lag_ms", {}).values()),
+                        default=None)
+        clean = (load.get("restarts") == 0 and not load.get("heartbeat_timeouts")
+                 and load.get("finished") == load.get("jobs", 0) + 1)
+        measured = (f"worst p99 {worst_p99:.0f} ms; {load.get('finished')} of "
+                    f"{load.get('jobs', 0) + 1} jobs finished, {load.get('restarts')} restart(s), "
+                    f"{len(load.get('heartbeat_timeouts', []))} heartbeat timeout(s)"
+                    if worst_p99 is not None else "no lag measured")
+        targets.append(Target("under load (Q18 at p4 on 2 x 4 slots, then many jobs at once)",
+                              f"event-loop lag p99 < {LOOP_LAG_P99_BOUND_MS:.0f} ms in every "
+                              "process; no restart, no heartbeat timeout", measured,
+                              worst_p99 is not None and worst_p99 < LOOP_LAG_P99_BOUND_MS
+                              and clean))
 
     lat = doc.get("latency") or {}
     rest = Summary.of(lat.get("rest_s", []))
@@ -194,6 +223,31 @@ def check_targets(doc: Mapping[str, Any]) -> list[Target]:
     else:
         targets.append(Target("control plane", ">= 2,000 subtasks/s; 10,000 in < 10 s", "n/a", None))
     return targets
+
+
+def _warm_targets(job: Mapping[str, Mapping[str, Summary]], system: str, peer: str,
+                  what: str) -> list[Target]:
+    """The warm targets of ``system`` against ``peer`` (engine times): geometric mean <= 1.2,
+    every TPC-H query <= 1.5."""
+    warm = {q: ratio(job.get(q, {}).get(system), job.get(q, {}).get(peer)) for q in TPCH}
+    measured = {q: r for q, r in warm.items() if r is not None}
+    if not measured:
+        return [Target(what, "flintlock / warm PySpark <= 1.2 (gm), <= 1.5", "n/a", None)]
+    gm = geomean(measured.values())
+    worst_q = max(measured, key=lambda q: measured[q])
+    return [Target(f"{what}, geometric mean", "flintlock / warm PySpark <= 1.2",
+                   _fmt_ratio(gm), gm is not None and gm <= 1.2),
+            Target(f"{what}, every query", "flintlock / warm PySpark <= 1.5",
+                   f"worst {worst_q} {_fmt_ratio(measured[worst_q])}", measured[worst_q] <= 1.5)]
+
+
+def slot_sharing_ratio(result: Mapping[str, Any]) -> float | None:
+    """Median of the last ``measured`` Q18 runs at p4 on 2 x 4 slots over the same at p2 on
+    2 x 1 slots (``benchmarks.data_plane.slot_sharing``); None when not measured."""
+    n = result.get("measured") or 0
+    p2 = Summary.of(result.get("p2_2x1_s", [])[-n:]) if n else None
+    p4 = Summary.of(result.get("p4_2x4_s", [])[-n:]) if n else None
+    return ratio(p4, p2)
 
 
 def linearity(cp: Sequence[Mapping[str, Any]]) -> float | None:

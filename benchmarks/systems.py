@@ -45,12 +45,18 @@ from benchmarks.memory import MemorySampler
 from benchmarks.verify import read_answer
 from benchmarks.workloads import DataPaths, DuckDB
 
-__all__ = ["SYSTEMS", "Context", "RunFailed", "RunResult", "make_system"]
+__all__ = ["PROGRAMS", "SPARK_BASED", "STANDALONE", "SYSTEMS", "Context", "FlintlockSession",
+           "RunFailed", "RunResult", "make_system", "run_process", "system_names"]
 
 REPO = Path(__file__).resolve().parents[1]
 PROGRAMS = REPO / "benchmarks" / "programs"
 SYSTEMS = ("flintlock-session", "flintlock-local", "pyspark-warm", "pyspark-cold", "pyflink",
            "duckdb")
+#: a Spark-based system with this suffix runs on a Spark standalone cluster the harness starts
+#: (``flintlock-session@standalone`` against ``pyspark-warm@standalone``), beside the systems
+#: without it on their own local Spark, in the same run
+STANDALONE = "@standalone"
+SPARK_BASED = ("flintlock-session", "flintlock-local", "pyspark-warm", "pyspark-cold")
 
 
 class RunFailed(RuntimeError):
@@ -153,8 +159,10 @@ def _program_args(ctx: Context, workload: str, run_dir: Path) -> list[str]:
 class System:
     name = ""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, name: str | None = None) -> None:
         self.ctx = ctx
+        #: the class's name, or it with a Spark target suffix (``STANDALONE``)
+        self.name = name or type(self).name
         self.info: dict[str, Any] = {}
 
     def start(self) -> None:
@@ -174,9 +182,9 @@ class System:
 class FlintlockSession(System):
     name = "flintlock-session"
 
-    def __init__(self, ctx: Context) -> None:
-        super().__init__(ctx)
-        self.state = ctx.workdir / "session-cluster"
+    def __init__(self, ctx: Context, name: str | None = None) -> None:
+        super().__init__(ctx, name)
+        self.state = ctx.workdir / self.name.replace("flintlock-session", "session-cluster")
         self.d = ["-D", f"cluster.state-dir={self.state}"]
         self._rest: Any = None
 
@@ -191,11 +199,12 @@ class FlintlockSession(System):
         cmd = [sys.executable, "-m", "flintlock", "cluster", "start",
                "--taskmanagers", str(self.ctx.task_managers), *self._cluster_d()]
         # not sampled: the daemons are children of `cluster start` until it exits
-        started = run_process(cmd, None, self.ctx, "session-cluster-start")
+        started = run_process(cmd, None, self.ctx, f"{self.state.name}-start")
         port = json.loads((self.state / "jobmanager.port").read_text())["rest_port"]
         self._rest = httpx.Client(base_url=f"http://127.0.0.1:{port}/v1", timeout=30)
         for pid_file in sorted(self.state.glob("*.pid")):
-            self.ctx.sampler.watch(f"flintlock-{pid_file.stem}", int(pid_file.read_text()))
+            suffix = self.name.removeprefix(type(self).name)  # "" or STANDALONE
+            self.ctx.sampler.watch(f"flintlock-{pid_file.stem}{suffix}", int(pid_file.read_text()))
         self.info = {"start_s": started, "rest_port": port,
                      "task_managers": self.ctx.task_managers,
                      "slots_per_task_manager": self.ctx.slots_per_task_manager}
@@ -211,6 +220,10 @@ class FlintlockSession(System):
         if meta.get("job_id"):
             rest_s = self.job_duration_s(meta["job_id"])
         return RunResult(wall, meta["job_s"], rest_s, cols, rows, {"job_id": meta.get("job_id")})
+
+    def get(self, path: str) -> Any:
+        """``GET /v1<path>`` of the cluster's REST API, as JSON."""
+        return self._rest.get(path).json()
 
     def job_duration_s(self, job_id: str) -> float | None:
         body = self._rest.get(f"/jobs/{job_id}").json()
@@ -271,21 +284,22 @@ class PySparkCold(System):
 class PySparkWarm(System):
     name = "pyspark-warm"
 
-    def __init__(self, ctx: Context) -> None:
-        super().__init__(ctx)
+    def __init__(self, ctx: Context, name: str | None = None) -> None:
+        super().__init__(ctx, name)
         self.proc: subprocess.Popen[str] | None = None
         self._err: Any = None
+        self._log = ctx.workdir / f"{self.name}-worker.log"
 
     def start(self) -> None:
         cmd = [sys.executable, str(PROGRAMS / "pyspark_job.py"), "--serve",
                *_spark_args(self.ctx), *self.ctx.paths.as_args()]
-        self._err = open(self.ctx.workdir / "pyspark-warm-worker.log", "wb")
+        self._err = open(self._log, "wb")
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self._err, text=True,
                                      env=_clean_env(PYSPARK_PYTHON=sys.executable),
                                      start_new_session=True)
-        self.ctx.sampler.watch("pyspark-warm-driver", self.proc.pid)
+        self.ctx.sampler.watch(f"{self.name}-driver", self.proc.pid)
         self._reply(max(self.ctx.timeout_s, 120))
         self.info = {"start_s": time.perf_counter() - t0, **_spark_info(self.ctx)}
         self.ctx.log(f"  PySpark worker up in {self.info['start_s']:.1f} s")
@@ -296,8 +310,8 @@ class PySparkWarm(System):
         line = self.proc.stdout.readline() if ready else ""
         if not line:
             code = self.proc.poll()
-            raise RunFailed(f"pyspark-warm worker: no reply within {timeout_s:.0f} s (exit code "
-                            f"{code}); see {self.ctx.workdir / 'pyspark-warm-worker.log'}")
+            raise RunFailed(f"{self.name} worker: no reply within {timeout_s:.0f} s (exit code "
+                            f"{code}); see {self._log}")
         return json.loads(line)
 
     def run(self, workload: str, run_dir: Path) -> RunResult:
@@ -310,7 +324,7 @@ class PySparkWarm(System):
         reply = self._reply(self.ctx.timeout_s)
         wall = time.perf_counter() - t0
         if not reply.get("ok"):
-            raise RunFailed(f"pyspark-warm: {reply.get('error')}\n{reply.get('traceback', '')}")
+            raise RunFailed(f"{self.name}: {reply.get('error')}\n{reply.get('traceback', '')}")
         cols, rows, meta = _answer(run_dir)
         return RunResult(meta["job_s"], meta["job_s"], None, cols, rows, {"request_s": wall})
 
@@ -381,8 +395,20 @@ _CLASSES: dict[str, type[System]] = {
 }
 
 
+def system_names() -> tuple[str, ...]:
+    """Every system name ``make_system`` accepts: ``SYSTEMS`` and the Spark-based ones on the
+    standalone cluster (``STANDALONE``)."""
+    return (*SYSTEMS, *(f"{name}{STANDALONE}" for name in SPARK_BASED))
+
+
 def make_system(name: str, ctx: Context) -> System:
-    try:
-        return _CLASSES[name](ctx)
-    except KeyError:
-        raise ValueError(f"unknown system {name!r}; choose from {', '.join(SYSTEMS)}") from None
+    """The system called ``name`` (one of ``system_names()``) on ``ctx``'s Spark; the caller
+    gives a ``STANDALONE`` system a context whose ``spark_remote`` is that cluster.
+
+    Raises:
+        ValueError: an unknown name.
+    """
+    base = name.removesuffix(STANDALONE)
+    if name not in system_names():
+        raise ValueError(f"unknown system {name!r}; choose from {', '.join(system_names())}")
+    return _CLASSES[base](ctx, name)

@@ -76,6 +76,52 @@ def test_targets_name_what_is_missed() -> None:
     assert targets["control plane, 10,000 subtasks"].met is True
 
 
+def data_plane_doc() -> dict:
+    """A run with the load issue's parts: standalone systems, local mode, slot sharing, load."""
+    ms = []
+    for q, (fs, ps, local, cold) in {"q1": (3.0, 2.0, 9.0, 10.0), "q6": (1.0, 0.5, 8.0, 7.0)}.items():
+        for i in (1, 2):
+            ms += [m(q, "flintlock-session@standalone", i, fs, fs),
+                   m(q, "pyspark-warm@standalone", i, ps, ps),
+                   m(q, "flintlock-local", i, local), m(q, "pyspark-cold", i, cold)]
+    return {"settings": {"sf": 1, "runs": 3, "warmups": 1}, "machine": {"logical_cores": 2},
+            "measurements": ms,
+            "slot_sharing": {"measured": 2, "p2_2x1_s": [9.0, 5.0, 5.0],
+                             "p4_2x4_s": [12.0, 6.0, 6.5], "parallelism": {"p2_2x1": 2,
+                                                                            "p4_2x4": 2}},
+            "load": {"q18_s": 20.0, "jobs": 50, "jobs_s": 30.0, "finished": 51, "restarts": 0,
+                     "heartbeat_timeouts": [], "polls": 40,
+                     "lag_ms": {"jobmanager": {"LagP99Ms": 90.0, "LagMaxMs": 300.0},
+                                "taskmanager tm-1": {"LagP99Ms": 210.0, "LagMaxMs": 250.0}}}}
+
+
+def test_the_load_issues_targets_from_one_run() -> None:
+    targets = {t.name: t for t in check_targets(data_plane_doc())}
+    standalone = "TPC-H warm on a Spark standalone cluster"
+    assert targets[f"{standalone}, geometric mean"].measured == f"{math.sqrt(1.5 * 2):.2f}x"
+    assert targets[f"{standalone}, every query"].measured == "worst q6 2.00x"
+    local = targets["local mode vs cold PySpark, every TPC-H query"]
+    assert local.met is False and "not faster on q6" in local.measured
+    sharing = targets["slot sharing"]  # medians of the last 2: 6.25 / 5.0
+    assert (sharing.measured, sharing.met) == ("1.25x", False)
+    load = targets["under load (Q18 at p4 on 2 x 4 slots, then many jobs at once)"]
+    assert load.met is False and load.measured.startswith("worst p99 210 ms; 51 of 51 jobs")
+    doc = data_plane_doc()
+    doc["load"]["lag_ms"]["taskmanager tm-1"]["LagP99Ms"] = 150.0
+    assert {t.name: t for t in check_targets(doc)}[load.name].met is True
+    doc["load"]["heartbeat_timeouts"] = ["the heartbeat of TaskManager x timed out"]
+    assert {t.name: t for t in check_targets(doc)}[load.name].met is False
+
+
+def test_markdown_shows_slot_sharing_load_and_the_standalone_ratio() -> None:
+    text = render_markdown(data_plane_doc(), "x.json")
+    assert "## Slot sharing" in text and "| 2 x 4 slots | 4 | 2 | 6.25 (6.00–6.50) (12.00, 6.00, 6.50) |" in text
+    assert "Ratio p4 / p2: **1.25**." in text
+    assert "## Under load" in text and "| taskmanager tm-1 | 210 | 250 |" in text
+    assert "on standalone Spark: session / PySpark warm (engine)" in text
+    assert "| TPC-H Q6 | 2.00 |" in ratio_table(data_plane_doc())[3]
+
+
 def test_control_plane_rate_and_linearity() -> None:
     cp = summarize_control_plane(doc()["control_plane"])
     assert [round(r["deploy_rate"]) for r in cp] == [2000, 1667]
@@ -85,7 +131,7 @@ def test_control_plane_rate_and_linearity() -> None:
 def test_markdown_has_every_section_and_flags_smoke_runs() -> None:
     d = doc()
     text = render_markdown(d, "benchmarks/results/x.json", {"engine": "images/bench-engine.png"})
-    for heading in ("## Targets (issue 6)", "## Data workloads", "## Small-job latency",
+    for heading in ("## Targets (issues 6 and 10)", "## Data workloads", "## Small-job latency",
                     "## Control-plane throughput", "![engine time per workload](images/bench-engine.png)"):
         assert heading in text
     assert "| TPC-H Q1 | 4.00 (3.00–5.00) |" in text

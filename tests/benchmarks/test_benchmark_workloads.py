@@ -20,6 +20,7 @@ from benchmarks.__main__ import _names, _spark_remote
 from benchmarks.report import WORKLOAD_TITLES, render_markdown, spark_line
 from benchmarks.runner import _not_declined
 from benchmarks.spark_target import SparkTarget, check_spec, start_spark
+from benchmarks.systems import make_system, system_names
 from benchmarks.verify import check_answer
 from examples.tpch import QUERY_NAMES
 from examples.tpch import reference as tpch_reference
@@ -106,6 +107,25 @@ def test_spark_remote_option() -> None:
     with pytest.raises(click.BadParameter, match="expected a Spark Connect URL"):
         _spark_remote("local[2]", ())
     assert check_spec(" sc://10.0.0.1:15002 ") == "sc://10.0.0.1:15002"
+
+
+def test_standalone_systems_are_named_with_their_spark_and_keep_their_own_files(
+        tmp_path: Path) -> None:
+    assert "flintlock-session@standalone" in system_names()
+    assert _names("flintlock-session,pyspark-warm@standalone", system_names(), "systems") == [
+        "flintlock-session", "pyspark-warm@standalone"]
+    with pytest.raises(click.BadParameter, match="duckdb@standalone"):
+        _names("duckdb@standalone", system_names(), "systems")  # DuckDB uses no Spark
+    with pytest.raises(ValueError, match="unknown system"):
+        make_system("pyflink@standalone", SimpleNamespace(workdir=tmp_path))  # type: ignore[arg-type]
+    ctx = SimpleNamespace(workdir=tmp_path)
+    local, remote = (make_system(n, ctx) for n in  # type: ignore[arg-type]
+                     ("flintlock-session", "flintlock-session@standalone"))
+    assert (type(local), local.name, remote.name) == (
+        type(remote), "flintlock-session", "flintlock-session@standalone")
+    assert local.state != remote.state  # two session clusters in one run
+    warm = make_system("pyspark-warm@standalone", ctx)  # type: ignore[arg-type]
+    assert warm._log.name == "pyspark-warm@standalone-worker.log"
 
 
 def test_remote_spark_target_needs_no_process(tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ without a restart and with DuckDB's answer, and no heartbeat may time out.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,82 +20,17 @@ import httpx
 import pytest
 from cluster_helpers import REPO, job, logs, run_remote, start_cluster
 
+from benchmarks.data_plane import P99_BOUND_MS, LagPoller
 from examples.data import generate_tpch
 from examples.tpch import reference
 from tests.examples.compare import assert_same_result
 
 pytestmark = [pytest.mark.process, pytest.mark.slow, pytest.mark.timeout(900)]
 
-#: the design bound of ARCHITECTURE.md section 3 (ms)
-P99_BOUND_MS = 200.0
-_LAG = "Status.Python.EventLoop.LagP99Ms,Status.Python.EventLoop.LagMaxMs"
-
-Q18_TO_FILE_SINK = """
-import sys
-sys.path.insert(0, {repo!r})
-from flintlock import StreamExecutionEnvironment
-from flintlock.connectors import FileSink
-from examples.tpch import q18
-
-env = StreamExecutionEnvironment.get_execution_environment()
-q18.build(env, sys.argv[1]).sink_to(FileSink.parquet(sys.argv[2]))
-env.execute("Q18 under load")
-"""
-
-SMALL_JOBS = """
-import sys
-from pyspark.sql import functions as F
-from flintlock import RuntimeExecutionMode, StreamExecutionEnvironment
-from flintlock.connectors import FileSink
-
-clients = []
-for i in range(int(sys.argv[1])):
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
-    env.set_parallelism(1)
-    (env.from_sequence(1, 1000).select((F.col("id") % 10).alias("k"), "id").key_by("k")
-     .agg(F.count(F.lit(1)).alias("n"), F.sum("id").alias("s"))
-     .sink_to(FileSink.parquet(f"{sys.argv[2]}/{i}")))
-    clients.append(env.execute_async(f"small job {i}"))
-for client in clients:
-    client.get_job_execution_result()
-"""
-
-
-class LagPoller:
-    """Polls every process's loop lag once a second; keeps the worst values seen per process."""
-
-    def __init__(self, rest: str) -> None:
-        self.rest = rest
-        self.worst: dict[str, dict[str, float]] = {}
-        self.polls = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="lag-poller", daemon=True)
-
-    def __enter__(self) -> LagPoller:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(30)
-        self.poll()  # the last window, after the work
-
-    def _run(self) -> None:
-        while not self._stop.wait(1.0):
-            self.poll()
-
-    def poll(self) -> None:
-        with httpx.Client(base_url=self.rest, timeout=10) as http:
-            urls = {"jobmanager": f"/jobmanager/metrics?get={_LAG}"}
-            for tm in http.get("/taskmanagers").json()["taskmanagers"]:
-                urls[f"taskmanager {tm['id']}"] = f"/taskmanagers/{tm['id']}/metrics?get={_LAG}"
-            for who, url in urls.items():
-                worst = self.worst.setdefault(who, {})
-                for metric in http.get(url).json():
-                    name = metric["id"].rsplit(".", 1)[1]
-                    worst[name] = max(worst.get(name, 0.0), float(metric["value"]))
-        self.polls += 1
+#: Q18 into a FileSink, and many small jobs at once: the programs the benchmark's load
+#: workload runs (``benchmarks/data_plane.py``)
+Q18_TO_FILE_SINK = REPO / "benchmarks" / "programs" / "q18_file_sink.py"
+SMALL_JOBS = REPO / "benchmarks" / "programs" / "concurrent_jobs.py"
 
 
 @pytest.fixture(scope="module")
@@ -117,16 +51,13 @@ def _job_ids(cluster: dict[str, Any]) -> list[str]:
 def test_q18_at_sf1_on_oversubscribed_slots_and_50_concurrent_jobs_keep_heartbeats(
         loaded_cluster: dict[str, Any], sf1: Path, tmp_path: Path) -> None:
     cluster = loaded_cluster
-    program = tmp_path / "q18_sink.py"
-    program.write_text(Q18_TO_FILE_SINK.format(repo=str(REPO)))
-    small = tmp_path / "small_jobs.py"
-    small.write_text(SMALL_JOBS)
     out = tmp_path / "q18"
 
     with LagPoller(cluster["rest"]) as poller:
-        q18 = run_remote(cluster, "-p", "4", str(program), str(sf1), str(out), timeout=600)
+        q18 = run_remote(cluster, "-p", "4", str(Q18_TO_FILE_SINK), str(sf1), str(out),
+                         timeout=600)
         q18_ids = _job_ids(cluster)
-        jobs = run_remote(cluster, str(small), "50", str(tmp_path / "small"), timeout=600)
+        jobs = run_remote(cluster, str(SMALL_JOBS), "50", str(tmp_path / "small"), timeout=600)
     log_text = logs(cluster["state"] / "log")
     assert q18.returncode == 0, f"{q18.stdout}\n{q18.stderr}\n{log_text}"
     assert jobs.returncode == 0, f"{jobs.stdout}\n{jobs.stderr}\n{log_text}"
@@ -135,7 +66,7 @@ def test_q18_at_sf1_on_oversubscribed_slots_and_50_concurrent_jobs_keep_heartbea
     (q18_id,) = q18_ids
     details = job(cluster, q18_id)
     assert details["state"] == "FINISHED" and details["numRestarts"] == 0, details
-    # -p 4 on 2 x 4 slots, but the two TaskManagers' Spark servers have one core each: the
+    # -p 4 on 2 x 4 slots, but the cluster has two Spark servers (one per TaskManager): the
     # automatically sized vertices (all of Q18's) got at most 2 subtasks, not 4
     parallelism = {v["name"]: v["parallelism"] for v in details["vertices"]}
     assert max(parallelism.values()) == 2, parallelism
