@@ -12,12 +12,15 @@ left out of that workload's rounds and the reason recorded in ``skipped``.
 
 With ``spark_remote`` (``--spark-remote``; ``benchmarks.spark_target``) the Spark-based systems
 share one Spark: a Spark Connect URL, or ``standalone`` for a Spark standalone cluster the harness
-starts first and stops last. The document's ``spark`` entry says which Spark was used.
+starts first and stops last. The document's ``spark`` entry says which Spark was used. Without it,
+systems named ``<system>@standalone`` run on such a cluster beside the others (``spark_standalone``
+in the document), so one run compares flintlock and PySpark on both Sparks.
 
 After the data workloads: small-job latency on the session cluster (``programs/small_job.py``) and
 control-plane throughput (``benchmarks.control_plane``, one process per job size, measured jobs
 until ``control_plane_budget_s`` is spent; sizes after one that failed or overran
-``control_plane_timeout_s`` are skipped). Peak RSS per process role comes from the
+``control_plane_timeout_s`` are skipped), then slot sharing and the load scenario
+(``benchmarks.data_plane``, on clusters of their own). Peak RSS per process role comes from the
 ``MemorySampler``. The results document (shape in ``benchmarks.stats``) is written to
 ``<out_dir>/<date>-<host>.json``.
 """
