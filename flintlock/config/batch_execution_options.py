@@ -33,6 +33,7 @@ __all__ = [
     "SPECULATIVE_BLOCK_SLOW_NODE_DURATION",
     "SPECULATIVE_ENABLED",
     "SPECULATIVE_MAX_CONCURRENT_EXECUTIONS",
+    "WHOLE_JOB_CHAINING_ENABLED",
 ]
 
 _PREFIX = "execution.batch.adaptive.auto-parallelism."
@@ -72,6 +73,15 @@ RUNTIME_CHAINING_ENABLED = option(
     "subtask and the consumer reads only that vertex (a flintlock extension: Flink chains at "
     "compile time only): one Spark job instead of two, and no partition written and read "
     "between them. Also off when pipeline.operator-chaining.enabled is false.")
+
+
+WHOLE_JOB_CHAINING_ENABLED = option(
+    "execution.batch.adaptive.runtime-chaining.whole-job.enabled", True, _bool,
+    "When every vertex of a BATCH job runs one subtask (one Spark server in the cluster, or "
+    "parallelism 1), the AdaptiveBatchScheduler chains the whole job into one task whose "
+    "vertices read their producers' outputs as DataFrames: one Spark plan, no partitions (a "
+    "flintlock extension, like Flink's multiple-input operator fusion). Needs "
+    "execution.batch.adaptive.runtime-chaining.enabled.")
 
 
 def _ratio(value: Any) -> float:

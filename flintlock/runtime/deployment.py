@@ -111,12 +111,20 @@ class ChainedConsumer:
         consumer_name: the consumer vertex's name (for messages).
         consumer_payload: its ``invokable_payload`` (the cloudpickled ``OperatorChain``), whose
             head reads one input gate: ``input_dataset``.
-        input_dataset: the output of this task's chain (as chained so far) it consumes.
+        input_dataset: the output of this task's chain (as chained so far) it consumes; None
+            for a vertex of a whole job chained into this task that reads no input.
+        input_datasets: whole-job chaining (``TaskDeploymentDescriptor.whole_job``): the
+            dataset each of its input gates reads, in gate order (outputs of this task's
+            chain or of vertices chained before it).
+        source_splits: whole-job chaining: the splits of its source (all of them; it runs one
+            subtask).
     """
 
     consumer_name: str
     consumer_payload: bytes
-    input_dataset: IntermediateDataSetID
+    input_dataset: IntermediateDataSetID | None
+    input_datasets: tuple[IntermediateDataSetID, ...] = ()
+    source_splits: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -177,6 +185,9 @@ class TaskDeploymentDescriptor:
         chained_consumers: consumer vertices chained into this task at run time, in chaining
             order (``ChainedConsumer``); ``produced_partitions`` are then the outputs of the
             chain with them appended.
+        whole_job: the chained vertices are every other vertex of the job, each run on the
+            DataFrames of its producers' outputs (``whole_job_chaining``,
+            ``runtime/spark/whole_job.py``); False: consumers appended one by one.
     """
 
     job_id: JobID
@@ -200,6 +211,7 @@ class TaskDeploymentDescriptor:
     pushed_join: PushedJoin | None = None
     pushed_probe_side: str = ""
     chained_consumers: tuple[ChainedConsumer, ...] = ()
+    whole_job: bool = False
 
     @property
     def subtask_index(self) -> int:

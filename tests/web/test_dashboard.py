@@ -55,7 +55,10 @@ def test_overview_taskmanagers_and_jobmanager_pages(page: Any, web_cluster: dict
 
 def test_follow_a_running_job_to_finished(page: Any, web_cluster: dict[str, Any],
                                           tmp_path: Path) -> None:
-    job_id = submit(web_cluster, tmp_path, "web-follow", 200)
+    # two tasks with an exchange between them, whose records the page shows (on this cluster's
+    # one Spark server the whole job would otherwise run as one task)
+    job_id = submit(web_cluster, tmp_path, "web-follow", 200, options=(
+        "-D", "execution.batch.adaptive.runtime-chaining.whole-job.enabled=false"))
     page.goto("/#/jobs/running")
     row = page.locator(f"[data-testid=running-jobs] tr[data-jid='{job_id}']")
     expect(row).to_be_visible()  # seen while it runs

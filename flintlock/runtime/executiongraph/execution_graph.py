@@ -178,12 +178,15 @@ class ExecutionGraph:
         self._initialize(ejv, parallelism, subpartition_ranges, self._now_ms(), input_infos)
         return [v.id for v in ejv.task_vertices]
 
-    def chain_consumer(self, producer_id: JobVertexID, consumer_id: JobVertexID) -> None:
+    def chain_consumer(self, producer_id: JobVertexID, consumer_id: JobVertexID,
+                       whole_job: bool = False) -> None:
         """Chain ``consumer`` into ``producer`` at run time (``runtime_chaining``): the
         producer's subtasks run the consumer's operators on the output it reads and produce the
         consumer's results; the consumer gets no subtasks of its own and is initialized with the
         producer, at its parallelism. Call before initializing the producer; a consumer chained
         so may take another consumer of its own (chained into the same producer, in order).
+        With ``whole_job`` (``whole_job_chaining``) the vertex may also have a source and any
+        number of inputs, all of them outputs of the producer as chained so far.
 
         Raises:
             ValueError: either vertex is initialized or chained already, or the consumer has a
@@ -196,7 +199,11 @@ class ExecutionGraph:
                 or consumer.chained_into is not None or consumer.chained_consumers:
             raise ValueError(f"cannot chain {consumer.name!r} into {producer.name!r}: one of "
                              "them is initialized or chained already")
-        if jv.source is not None or len(jv.inputs) != 1 or jv.inputs[0].source not in outputs:
+        if whole_job:
+            if any(edge.source not in outputs for edge in jv.inputs):
+                raise ValueError(f"cannot chain {consumer.name!r} into {producer.name!r}: it "
+                                 "reads a vertex not chained into it yet")
+        elif jv.source is not None or len(jv.inputs) != 1 or jv.inputs[0].source not in outputs:
             raise ValueError(f"cannot chain {consumer.name!r} into {producer.name!r}: it must "
                              "read exactly one output of that vertex and have no source")
         producer.chained_consumers.append(consumer)
@@ -206,12 +213,12 @@ class ExecutionGraph:
 
     def output_datasets(self, ejv: ExecutionJobVertex) -> list[IntermediateDataSet]:
         """The datasets ``ejv``'s subtasks produce, in output order: its own, where each
-        consumer chained into it at run time drops the one it reads and adds its own at the
+        consumer chained into it at run time drops those it reads and adds its own at the
         end (the order ``consumer_chaining.chain_consumer`` gives the task's outputs)."""
         out = list(ejv.job_vertex.results)
         for consumer in ejv.chained_consumers:
-            read = consumer.job_vertex.inputs[0].source
-            out = [ds for ds in out if ds.id != read] + list(consumer.job_vertex.results)
+            read = {edge.source for edge in consumer.job_vertex.inputs}
+            out = [ds for ds in out if ds.id not in read] + list(consumer.job_vertex.results)
         return out
 
     def add_broadcast_input(self, job_vertex_id: JobVertexID, dataset_id: IntermediateDataSetID) -> None:

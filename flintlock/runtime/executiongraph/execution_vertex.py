@@ -165,6 +165,8 @@ class ExecutionJobVertex:
     #: the vertex this one was chained into at run time (it has no subtasks of its own and
     #: shows that vertex's); None: it runs its own
     chained_into: ExecutionJobVertex | None = None
+    #: every other vertex of the job is chained into this one (``whole_job_chaining``)
+    whole_job_chained: bool = False
 
     @property
     def id(self) -> JobVertexID:

@@ -94,10 +94,13 @@ class ExecutionDeployer:
         assert execution.slot is not None
         splits_of_vertex = self.splits.get(vertex.job_vertex.id)
         splits = splits_of_vertex[vertex.subtask_index] if splits_of_vertex else []
+        chained_splits = {c.id: self.splits[c.id][vertex.subtask_index]
+                          for c in vertex.job_vertex.chained_consumers if self.splits.get(c.id)}
         try:
             tdd = create_task_deployment_descriptor(
                 self.graph, vertex, execution, execution.slot.allocation_id, splits,
                 self.job_configuration, self.pipelined_root, execution.task_restore,
+                chained_splits,
             )
         except MissingPartitionLocation as exc:
             # failed once this step's deployment loops are done (the failover cancels others)

@@ -23,9 +23,14 @@ from flintlock.runtime.deployment import (
 )
 from flintlock.runtime.executiongraph.execution import Execution
 from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
-from flintlock.runtime.executiongraph.execution_vertex import ExecutionVertex
+from flintlock.runtime.executiongraph.execution_vertex import ExecutionJobVertex, ExecutionVertex
 from flintlock.runtime.executiongraph.intermediate_result import IntermediateResultPartition
-from flintlock.runtime.ids import AllocationID, ExecutionAttemptID, IntermediateResultPartitionID
+from flintlock.runtime.ids import (
+    AllocationID,
+    ExecutionAttemptID,
+    IntermediateResultPartitionID,
+    JobVertexID,
+)
 from flintlock.runtime.shuffle.pipelined import collect_root, pipelined_partition_uri, state_uri
 
 __all__ = ["MissingPartitionLocation", "create_task_deployment_descriptor"]
@@ -64,12 +69,14 @@ def create_task_deployment_descriptor(
     job_configuration: Mapping[str, str] | None = None,
     pipelined_root: str = "",
     restore: tuple[int, Any] | None = None,
+    chained_splits: Mapping[JobVertexID, Sequence[Any]] | None = None,
 ) -> TaskDeploymentDescriptor:
     """The TDD of ``execution`` (an attempt of ``vertex``) in slot ``allocation_id``.
 
     ``pipelined_root``: the directory under which PIPELINED partitions live (required when the
     job has PIPELINED results). ``restore``: the (checkpoint id, ``TaskStateSnapshot``) the
-    attempt starts from.
+    attempt starts from. ``chained_splits``: the source splits of vertices chained into this
+    one's (whole-job chaining).
 
     Raises:
         MissingPartitionLocation: a BLOCKING input partition has no location (lost with its
@@ -153,9 +160,17 @@ def create_task_deployment_descriptor(
         pushed_join=_pushed_join(graph, vertex, len(gates)),
         pushed_probe_side=vertex.job_vertex.pushed_probe_side,
         chained_consumers=tuple(
-            ChainedConsumer(c.name, c.job_vertex.invokable_payload, c.job_vertex.inputs[0].source)
-            for c in vertex.job_vertex.chained_consumers),
+            _chained_consumer(c, chained_splits or {}) for c in vertex.job_vertex.chained_consumers),
+        whole_job=vertex.job_vertex.whole_job_chained,
     )
+
+
+def _chained_consumer(ejv: ExecutionJobVertex,
+                      splits: Mapping[JobVertexID, Sequence[Any]]) -> ChainedConsumer:
+    inputs = tuple(e.source for e in sorted(ejv.job_vertex.inputs, key=lambda e: e.type_number))
+    return ChainedConsumer(ejv.name, ejv.job_vertex.invokable_payload,
+                           inputs[0] if len(inputs) == 1 else None, inputs,
+                           tuple(splits.get(ejv.id) or ()))
 
 
 def _pushed_join(graph: ExecutionGraph, vertex: ExecutionVertex, gates: int) -> PushedJoin | None:

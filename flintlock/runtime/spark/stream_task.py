@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 import cloudpickle
 
 from flintlock.config import options
-from flintlock.runtime.deployment import ResultPartitionDeploymentDescriptor
+from flintlock.runtime.deployment import ChainedConsumer, ResultPartitionDeploymentDescriptor
 from flintlock.runtime.jobgraph.types import ShipStrategy
 from flintlock.runtime.operators.specs import (
     FlatMapSpec,
@@ -75,6 +75,7 @@ from flintlock.runtime.spark.partitions import (
 )
 from flintlock.runtime.spark.session import cancel_jobs_with_connect_tag
 from flintlock.runtime.spark.spark_progress import SparkTaskProgress
+from flintlock.runtime.spark.whole_job import translate_whole_job
 from flintlock.runtime.taskmanager.invokable import RuntimeEnvironment, TaskCancelledError
 from flintlock.runtime.taskmanager.task_execution_state import IOMetrics, TaskResult
 
@@ -224,10 +225,16 @@ class SparkStreamTask:
         finished = False
         try:
             started = time.perf_counter()
-            translated = translate_chain(
-                spark, chain, vertex_name=self._tdd.vertex_name,
-                source_splits=self._tdd.source_splits, read_gate=lambda i: self._read_gate(spark, i),
-            )
+            if self._tdd.whole_job:
+                chain, translated = translate_whole_job(
+                    spark, chain, self._chained_vertices(), vertex_name=self._tdd.vertex_name,
+                    source_splits=self._tdd.source_splits,
+                    read_gate=lambda i: self._read_gate(spark, i))
+            else:
+                translated = translate_chain(
+                    spark, chain, vertex_name=self._tdd.vertex_name,
+                    source_splits=self._tdd.source_splits,
+                    read_gate=lambda i: self._read_gate(spark, i))
             log.debug("%s: translated in %.0f ms", self._tdd.task_name_with_subtask(),
                       (time.perf_counter() - started) * 1e3)
             result = self._execute(chain, translated, written)
@@ -275,6 +282,17 @@ class SparkStreamTask:
             chain = chain_join_to_output(chain, pushed.output_dataset, join_chain,
                                          pushed.probe_side, pushed.build_gate,
                                          self._tdd.vertex_name, pushed.reduce_only)
+        if self._tdd.whole_job:  # translate_whole_job runs them
+            return chain
+        for consumer, consumer_chain in self._chained_vertices():
+            assert consumer.input_dataset is not None
+            chain = chain_consumer(chain, consumer.input_dataset, consumer_chain,
+                                   consumer.consumer_name, self._tdd.vertex_name)
+        return chain
+
+    def _chained_vertices(self) -> list[tuple[ChainedConsumer, OperatorChain]]:
+        """The vertices chained into this task at run time, with their operator chains."""
+        chained = []
         for consumer in self._tdd.chained_consumers:
             try:
                 consumer_chain = cloudpickle.loads(consumer.consumer_payload)
@@ -283,9 +301,8 @@ class SparkStreamTask:
                     f"vertex '{self._tdd.vertex_name}': cannot unpickle the operator chain of "
                     f"'{consumer.consumer_name}', chained to it at run time: "
                     f"{type(exc).__name__}: {exc}", non_recoverable=True) from exc
-            chain = chain_consumer(chain, consumer.input_dataset, consumer_chain,
-                                   consumer.consumer_name, self._tdd.vertex_name)
-        return chain
+            chained.append((consumer, consumer_chain))
+        return chained
 
     def _read_gate(self, spark: Any, index: int) -> GateRead:
         gates = self._tdd.input_gates

@@ -22,7 +22,8 @@ A vertex whose chain head is a hash join (``JobVertex.adaptive_join``) may inste
 broadcast join, or with its skewed subpartitions split by producer (``adaptive_join``, Flink's
 FLIP-470); its subtasks then read per-input subpartition groups and the plan shows the decision.
 A vertex that runs one subtask takes its one-subtask consumer into its chain
-(``runtime_chaining``).
+(``runtime_chaining``); a job whose every vertex runs one subtask runs as one task
+(``whole_job_chaining``), decided when scheduling starts.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from flintlock.config.batch_execution_options import (
     AUTO_PARALLELISM_MAX,
     AUTO_PARALLELISM_MIN,
     RUNTIME_CHAINING_ENABLED,
+    WHOLE_JOB_CHAINING_ENABLED,
 )
 from flintlock.config.configuration import Configuration
 from flintlock.runtime.executiongraph.execution import Execution
@@ -67,6 +69,10 @@ from flintlock.runtime.scheduler.adaptivebatch.vertex_parallelism_decider import
     BlockingInputInfo,
     ParallelismAndInputInfos,
     decide_parallelism_and_input_infos,
+)
+from flintlock.runtime.scheduler.adaptivebatch.whole_job_chaining import (
+    one_subtask,
+    whole_job_chain,
 )
 from flintlock.runtime.scheduler.default_scheduler import DefaultScheduler
 
@@ -207,6 +213,9 @@ class AdaptiveBatchScheduler(DefaultScheduler):
         #: chain a one-subtask vertex's one-subtask consumer into it (``runtime_chaining``)
         self._runtime_chaining = bool(configuration.get(RUNTIME_CHAINING_ENABLED)
                                       and configuration.get(options.OPERATOR_CHAINING))
+        #: run a job whose every vertex runs one subtask as one task (``whole_job_chaining``)
+        self._whole_job_chaining = self._runtime_chaining \
+            and bool(configuration.get(WHOLE_JOB_CHAINING_ENABLED))
 
     def source_parallelism(self, vertex: JobVertex) -> int:
         """A dynamic source's parallelism: what its source infers from its input
@@ -232,8 +241,9 @@ class AdaptiveBatchScheduler(DefaultScheduler):
 
     def _on_start(self) -> None:
         settings = self.join_settings
+        whole_job = self._chain_whole_job()
         # not under batch job recovery: its job events do not record such a decision yet
-        self._probes_enabled = self.on_initialized is None \
+        self._probes_enabled = self.on_initialized is None and not whole_job \
             and settings.broadcast_strategy != "NONE" and settings.broadcast_threshold >= 0
         if self._probes_enabled:
             self._probes = probe_joins(self.graph, settings)
@@ -264,6 +274,26 @@ class AdaptiveBatchScheduler(DefaultScheduler):
         if new:
             self._schedule(self.strategy.schedule_added_regions(self._add_regions(new)))
         return new
+
+    def _chain_whole_job(self) -> bool:
+        """When every vertex will run one subtask, chain them all into the first source
+        (``whole_job_chaining``); not under batch job recovery, whose job events do not
+        record it yet. Returns whether it did."""
+        if not self._whole_job_chaining or self.on_initialized is not None:
+            return False
+        graph = self.graph
+        ordered = whole_job_chain(graph, one_subtask(graph, self.splits,
+                                                     self.settings.decided_at_most))
+        if not ordered:
+            return False
+        root = ordered[0]
+        for vertex in ordered[1:]:
+            graph.chain_consumer(root.id, vertex.id, whole_job=True)
+            vertex.operator_strategy = f"chained into {root.name} at run time (whole job)"
+        root.whole_job_chained = True
+        log.info("job %s: every vertex runs one subtask, so the whole job (%d vertices) runs as "
+                 "one task of %s", graph.job_id, len(ordered), root.name)
+        return True
 
     def _chain_consumers(self, ejv: ExecutionJobVertex, parallelism: int) -> None:
         """Chain into ``ejv`` (about to be initialized) the consumers ``runtime_chaining``
