@@ -111,20 +111,23 @@ class ChainedConsumer:
         consumer_name: the consumer vertex's name (for messages).
         consumer_payload: its ``invokable_payload`` (the cloudpickled ``OperatorChain``), whose
             head reads one input gate: ``input_dataset``.
-        input_dataset: the output of this task's chain (as chained so far) it consumes; None
-            for a vertex of a whole job chained into this task that reads no input.
-        input_datasets: whole-job chaining (``TaskDeploymentDescriptor.whole_job``): the
-            dataset each of its input gates reads, in gate order (outputs of this task's
-            chain or of vertices chained before it).
+        input_datasets: the dataset each of its input gates reads, in gate order: one output
+            of this task's chain (as chained so far); with whole-job chaining
+            (``TaskDeploymentDescriptor.whole_job``) any number of them, outputs of this task's
+            chain or of vertices chained before it.
         source_splits: whole-job chaining: the splits of its source (all of them; it runs one
             subtask).
     """
 
     consumer_name: str
     consumer_payload: bytes
-    input_dataset: IntermediateDataSetID | None
     input_datasets: tuple[IntermediateDataSetID, ...] = ()
     source_splits: tuple[Any, ...] = ()
+
+    @property
+    def input_dataset(self) -> IntermediateDataSetID | None:
+        """The output of this task's chain it consumes, when it reads exactly one."""
+        return self.input_datasets[0] if len(self.input_datasets) == 1 else None
 
 
 @dataclass(frozen=True)

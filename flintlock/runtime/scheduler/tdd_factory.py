@@ -168,8 +168,7 @@ def create_task_deployment_descriptor(
 def _chained_consumer(ejv: ExecutionJobVertex,
                       splits: Mapping[JobVertexID, Sequence[Any]]) -> ChainedConsumer:
     inputs = tuple(e.source for e in sorted(ejv.job_vertex.inputs, key=lambda e: e.type_number))
-    return ChainedConsumer(ejv.name, ejv.job_vertex.invokable_payload,
-                           inputs[0] if len(inputs) == 1 else None, inputs,
+    return ChainedConsumer(ejv.name, ejv.job_vertex.invokable_payload, inputs,
                            tuple(splits.get(ejv.id) or ()))
 
 

@@ -39,7 +39,7 @@ def translate_whole_job(
     members: Sequence[tuple[ChainedConsumer, S.OperatorChain]],
     *,
     vertex_name: str,
-    source_splits: Sequence[Any],
+    source_splits: tuple[Any, ...],
     read_gate: Callable[[int], GateRead],
 ) -> tuple[S.OperatorChain, TranslatedChain]:
     """The task's ``chain`` and its chained vertices' chains (``members``, in chaining order,

@@ -63,7 +63,7 @@ def fake_translation(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _run(join: ChainedConsumer) -> tuple[S.OperatorChain, TranslatedChain]:
-    customer = ChainedConsumer("Source: customer", b"", None, (), ("c-1",))
+    customer = ChainedConsumer("Source: customer", b"", (), ("c-1",))
     return whole_job.translate_whole_job(
         None, _source("orders", ORDERS, ("k", "o")),
         [(customer, _source("customer", CUSTOMER, ("k", "c"))), (join, _join())],
@@ -72,7 +72,7 @@ def _run(join: ChainedConsumer) -> tuple[S.OperatorChain, TranslatedChain]:
 
 
 def test_each_vertex_reads_its_producers_outputs_as_dataframes() -> None:
-    chain, tc = _run(ChainedConsumer("Join", b"", None, (ORDERS, CUSTOMER)))
+    chain, tc = _run(ChainedConsumer("Join", b"", (ORDERS, CUSTOMER)))
     assert tc.frames == [
         "Source: orders['o-1']", "Source: customer['c-1']",
         "Join(Source: orders['o-1']['k', 'o'], Source: customer['c-1']['k', 'c'])",
@@ -88,5 +88,5 @@ def test_each_vertex_reads_its_producers_outputs_as_dataframes() -> None:
 
 def test_a_gate_that_reads_no_earlier_vertex_is_a_clear_error() -> None:
     with pytest.raises(OperatorException, match="'Join' .* input gate 1 reads no output") as err:
-        _run(ChainedConsumer("Join", b"", None, (ORDERS,)))
+        _run(ChainedConsumer("Join", b"", (ORDERS,)))
     assert err.value.non_recoverable

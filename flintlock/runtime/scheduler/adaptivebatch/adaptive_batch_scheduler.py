@@ -70,10 +70,7 @@ from flintlock.runtime.scheduler.adaptivebatch.vertex_parallelism_decider import
     ParallelismAndInputInfos,
     decide_parallelism_and_input_infos,
 )
-from flintlock.runtime.scheduler.adaptivebatch.whole_job_chaining import (
-    one_subtask,
-    whole_job_chain,
-)
+from flintlock.runtime.scheduler.adaptivebatch.whole_job_chaining import whole_job_chain
 from flintlock.runtime.scheduler.default_scheduler import DefaultScheduler
 
 __all__ = [
@@ -282,8 +279,7 @@ class AdaptiveBatchScheduler(DefaultScheduler):
         if not self._whole_job_chaining or self.on_initialized is not None:
             return False
         graph = self.graph
-        ordered = whole_job_chain(graph, one_subtask(graph, self.splits,
-                                                     self.settings.decided_at_most))
+        ordered = whole_job_chain(graph, self.splits, self.settings.decided_at_most)
         if not ordered:
             return False
         root = ordered[0]

@@ -49,8 +49,8 @@ def one_subtask(graph: ExecutionGraph, splits: Mapping[JobVertexID, list[list[An
         if upper is None:
             if jv.parallelism != 1:
                 return False
-        elif jv.source is not None:
-            if len(splits.get(jv.id) or [None] * upper) != 1:
+        elif jv.source is not None:  # its splits were enumerated for its parallelism
+            if (len(splits[jv.id]) if splits.get(jv.id) else upper) != 1:
                 return False
         elif at_most(jv, upper) != 1 and not any(
                 e.ship_strategy in (ShipStrategy.GLOBAL, ShipStrategy.FORWARD) for e in jv.inputs):
@@ -58,13 +58,15 @@ def one_subtask(graph: ExecutionGraph, splits: Mapping[JobVertexID, list[list[An
     return True
 
 
-def whole_job_chain(graph: ExecutionGraph, runs_one_subtask: bool) -> list[ExecutionJobVertex]:
+def whole_job_chain(graph: ExecutionGraph, splits: Mapping[JobVertexID, list[list[Any]]],
+                    at_most: Callable[[JobVertex, int], int]) -> list[ExecutionJobVertex]:
     """The job's first source followed by the vertices to chain into it, in chaining
-    (topological) order; empty when the job does not qualify (see the module docstring):
-    ``runs_one_subtask`` false (``one_subtask``), a vertex initialized or chained already, a
-    result not BLOCKING, several slot sharing groups, or fewer than two vertices."""
+    (topological) order; empty when the job does not qualify (see the module docstring): a
+    vertex may run more than one subtask (``one_subtask`` with ``splits`` and ``at_most``), a
+    vertex is initialized or chained already, a result is not BLOCKING, there are several slot
+    sharing groups, or fewer than two vertices."""
     ordered = list(graph.job_vertices.values())  # the JobGraph's (topological) order
-    if not runs_one_subtask or len(ordered) < 2:
+    if len(ordered) < 2 or not one_subtask(graph, splits, at_most):
         return []
     group = ordered[0].job_vertex.slot_sharing_group
     for vertex in ordered:
