@@ -216,6 +216,12 @@ SLOT_REQUEST_TIMEOUT = option("slot.request.timeout", 300.0, duration,
                               "Pending slot requests fail after this long.")
 SLOT_IDLE_TIMEOUT = option("slot.idle.timeout", 50.0, duration,
                            "Idle slots are returned to their TaskManager after this long.")
+SLOT_REQUEST_MAX_INTERVAL = option(
+    "slot.request.max-interval", 0.02, duration,
+    "Slots offered while requests wait are matched once they serve every waiting request, or "
+    "this long after the first of them arrived, so that a job's subtasks spread evenly over the "
+    "TaskManagers its slots come from (Flink's DeclarativeSlotPoolBridge batch matching); 0 "
+    "matches each offer at once.")
 TASK_SLOTS = option("taskmanager.numberOfTaskSlots", 1, pos_int, "Slots per TaskManager.")
 FAULT_TASK_SLOWDOWN = option(
     "$internal.fault.task-slowdown", 1.0, _at_least(_float, 1.0),

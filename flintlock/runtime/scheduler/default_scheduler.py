@@ -94,6 +94,7 @@ from flintlock.runtime.scheduler.messages import (
     FreeSlot,
     GlobalFailure,
     IdleSlotCheck,
+    SlotBatchElapsed,
     JobTerminated,
     NotEnoughResources,
     ReleasePartitions,
@@ -189,6 +190,10 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
         )
         self.slot_request_timeout_s: float = configuration.get(options.SLOT_REQUEST_TIMEOUT)
         self.slot_idle_timeout_s: float = configuration.get(options.SLOT_IDLE_TIMEOUT)
+        self.slot_request_max_interval_s: float = configuration.get(
+            options.SLOT_REQUEST_MAX_INTERVAL)
+        #: a SlotBatchElapsed timer is pending
+        self._slot_batch_armed = False
         self.pool = DeclarativeSlotPool()
         self.splits: Mapping[JobVertexID, list[list[Any]]] = {}
         self.job_configuration = dict(graph.job_graph.configuration)
@@ -235,13 +240,24 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
             accepted = self.pool.offer_slots(
                 resource_id, task_executor_address, offers, self.clock.monotonic()
             )
-            self._assign_pending_and_deploy()
+            self._match_offered_slots()
             self._fail_undeployable()
             self._sync()
         if self._validate:
             self.validate()
         out, self._out = self._out, []
         return accepted, out
+
+    def _match_offered_slots(self) -> None:
+        """Match offered slots to waiting requests once they serve them all, else after
+        ``slot.request.max-interval`` (Flink ``DeclarativeSlotPoolBridge``): offers trickle in
+        one TaskManager at a time, and matching each at once would put the first requests (the
+        subtasks that run first) all on the first TaskManager to answer."""
+        if self.slot_request_max_interval_s <= 0 or self.pool.serves_all_pending():
+            self._assign_pending_and_deploy()
+        elif not self._slot_batch_armed:
+            self._slot_batch_armed = True
+            self._out.append(ScheduleTimer(self.slot_request_max_interval_s, SlotBatchElapsed()))
 
     def pending_slot_requests(self) -> int:
         return len(self.pool.pending_requests())
@@ -402,6 +418,11 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
     @_handle.register
     def _(self, event: NotEnoughResources) -> None:
         self._resource_shortage = event.cause
+
+    @_handle.register
+    def _(self, event: SlotBatchElapsed) -> None:
+        self._slot_batch_armed = False
+        self._assign_pending_and_deploy()
 
     @_handle.register
     def _(self, event: IdleSlotCheck) -> None:
@@ -624,7 +645,7 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
     def validate(self) -> None:
         """Check invariants of the graph, the pool and the bookkeeping between them."""
         self.graph.validate()
-        self.pool.validate()
+        self.pool.validate(matching_deferred=self._slot_batch_armed)
         self.strategy.validate()
         self._shared.validate(self._is_live_attempt)
         for e in self.graph.all_current_executions():

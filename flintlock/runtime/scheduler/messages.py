@@ -43,6 +43,7 @@ __all__ = [
     "RestartDelayElapsed",
     "ScheduleTimer",
     "SinksFinalized",
+    "SlotBatchElapsed",
     "SlotLost",
     "SlotRequestTimeoutCheck",
     "SlowTaskCheck",
@@ -155,6 +156,12 @@ class SlotRequestTimeoutCheck(Event):
     """Timer: check whether slot request bulk ``bulk_id`` has been unfulfillable too long."""
 
     bulk_id: int
+
+
+@dataclass(frozen=True)
+class SlotBatchElapsed(Event):
+    """Timer: ``slot.request.max-interval`` passed since slots were offered that did not yet
+    serve every waiting request: match them now."""
 
 
 @dataclass(frozen=True)

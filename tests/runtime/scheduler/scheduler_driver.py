@@ -94,7 +94,9 @@ class Driver:
         ``execution.batch.adaptive.auto-parallelism.*`` keys); ``speculative``: its
         SpeculativeScheduler (``execution.batch.speculative.*``, ``slow-task-detector.*``)."""
         self.clock = ManualClock()
+        # offers match at once unless a test sets slot.request.max-interval (its batching)
         merged = Configuration({"slot.request.timeout": "10 s", "slot.idle.timeout": "5 s",
+                                "slot.request.max-interval": "0",
                                 **dict(job.configuration), **conf})
         self.scheduler: DefaultScheduler
         if adaptive or speculative:

@@ -14,6 +14,10 @@ Follows Flink ``DefaultDeclarativeSlotPool`` + ``DeclarativeSlotPoolBridge`` (fa
   ``slot.idle.timeout``.
 - Offers are accepted while requests of their profile wait for them (re-offers of an owned slot
   are accepted again).
+- A request gets the free slot of the TaskManager with the lowest share of this job's slots in
+  use (then the fewest in use): a job's subtasks spread evenly over the TaskManagers it holds
+  slots on (Flink ``taskmanager.load-balance.mode: SLOTS``, ``EvenlySpreadOutLocationPreference
+  SlotSelectionStrategy``; the ResourceManager spreads the slots themselves the same way).
 - Blocked TaskManagers (speculative execution's slow nodes; Flink
   ``BlocklistDeclarativeSlotPool``): their new offers are refused, and their slots leave the
   pool as soon as they are free (``take_slots_to_free``), so no new request runs there.
@@ -73,6 +77,11 @@ class DeclarativeSlotPool:
         #: per profile: free slots (oldest idle first) and waiting requests (FIFO)
         self._free_of: dict[ResourceProfile, dict[AllocationID, AllocatedSlot]] = {}
         self._pending_of: dict[ResourceProfile, dict[SlotRequestId, None]] = {}
+        #: per profile and TaskManager: its free slots (oldest idle first)
+        self._free_on: dict[ResourceProfile, dict[ResourceID, dict[AllocationID, AllocatedSlot]]] = {}
+        #: per TaskManager: slots owned, and slots in use
+        self._owned_on: Counter[ResourceID] = Counter()
+        self._in_use_on: Counter[ResourceID] = Counter()
         self._blocked: set[ResourceID] = set()
         #: slots of blocked TaskManagers that became free, to be returned to them
         self._to_free: list[AllocatedSlot] = []
@@ -97,6 +106,10 @@ class DeclarativeSlotPool:
     def pending_requests(self) -> list[SlotRequestId]:
         return list(self._pending)
 
+    def serves_all_pending(self) -> bool:
+        """Whether the free slots can serve every waiting request (of every profile)."""
+        return all(len(self._free_of.get(p, ())) >= len(w) for p, w in self._pending_of.items())
+
     def required_slots(self) -> int:
         """Waiting requests + slots in use (all profiles)."""
         return len(self._pending) + self.slots_in_use()
@@ -116,19 +129,39 @@ class DeclarativeSlotPool:
         slot.request_id = request_id
         slot.idle_since = None
         self._by_request[request_id] = slot
+        self._in_use_on[slot.resource_id] += 1
 
     def _make_free(self, slot: AllocatedSlot, now: float) -> None:
         if slot.request_id is not None:
             self._by_request.pop(slot.request_id, None)
+            self._in_use_on[slot.resource_id] -= 1
         slot.request_id = None
         slot.idle_since = now
         self._free[slot.allocation_id] = slot
         self._free_of.setdefault(slot.resource_profile, {})[slot.allocation_id] = slot
+        self._free_on.setdefault(slot.resource_profile, {}).setdefault(
+            slot.resource_id, {})[slot.allocation_id] = slot
 
     def _drop_free_of(self, slot: AllocatedSlot) -> None:
         free = self._free_of.get(slot.resource_profile)
         if free is not None and free.pop(slot.allocation_id, None) is not None and not free:
             del self._free_of[slot.resource_profile]
+        on = self._free_on.get(slot.resource_profile)
+        mine = on.get(slot.resource_id) if on is not None else None
+        if mine is not None and mine.pop(slot.allocation_id, None) is not None and not mine:
+            del on[slot.resource_id]  # type: ignore[union-attr]
+            if not on:
+                del self._free_on[slot.resource_profile]
+
+    def _pick(self, profile: ResourceProfile) -> AllocatedSlot | None:
+        """The free slot of ``profile`` on the TaskManager with the lowest share of its slots in
+        use, then the fewest in use (the first such TaskManager), its slot idle the longest."""
+        on = self._free_on.get(profile)
+        if not on:
+            return None
+        resource_id = min(on, key=lambda r: (self._in_use_on[r] / self._owned_on[r],
+                                             self._in_use_on[r]))
+        return next(iter(on[resource_id].values()))
 
     def _add_pending(self, request_id: SlotRequestId, profile: ResourceProfile) -> None:
         self._pending[request_id] = profile
@@ -146,15 +179,19 @@ class DeclarativeSlotPool:
         del self._slots[slot.allocation_id]
         self._free.pop(slot.allocation_id, None)
         self._drop_free_of(slot)
+        self._owned_on[slot.resource_id] -= 1
         if slot.request_id is not None:
             self._by_request.pop(slot.request_id, None)
+            self._in_use_on[slot.resource_id] -= 1
 
     # ---- requests ------------------------------------------------------------------------------
 
     def request_slot(self, request_id: SlotRequestId,
                      profile: ResourceProfile = ResourceProfile.UNKNOWN) -> AllocatedSlot | None:
-        """Assign a free slot of ``profile`` to ``request_id`` now, or queue the request."""
-        for slot in self._free_of.get(profile, {}).values():
+        """Assign a free slot of ``profile`` to ``request_id`` now (``_pick``), or queue the
+        request."""
+        slot = self._pick(profile)
+        if slot is not None:
             self._occupy(slot, request_id)
             return slot
         self._add_pending(request_id, profile)
@@ -185,7 +222,8 @@ class DeclarativeSlotPool:
             while profile in self._pending_of and profile in self._free_of:
                 request_id = next(iter(self._pending_of[profile]))
                 self._drop_pending(request_id)
-                slot = next(iter(self._free_of[profile].values()))
+                slot = self._pick(profile)
+                assert slot is not None
                 self._occupy(slot, request_id)
                 out.append((request_id, slot))
         out.sort(key=lambda pair: pair[0])
@@ -216,10 +254,10 @@ class DeclarativeSlotPool:
             if (len(self._pending_of.get(profile, ())) > len(self._free_of.get(profile, ()))
                     and resource_id not in self._blocked):
                 slot = AllocatedSlot(offer.allocation_id, resource_id, task_executor_address,
-                                     offer.slot_index, idle_since=now, resource_profile=profile)
+                                     offer.slot_index, resource_profile=profile)
                 self._slots[offer.allocation_id] = slot
-                self._free[offer.allocation_id] = slot
-                self._free_of.setdefault(profile, {})[offer.allocation_id] = slot
+                self._owned_on[resource_id] += 1
+                self._make_free(slot, now)
                 accepted.append(offer)
         return tuple(accepted)
 
@@ -284,18 +322,28 @@ class DeclarativeSlotPool:
         self._by_request.clear()
         self._pending.clear()
         self._pending_of.clear()
+        self._free_on.clear()
+        self._owned_on.clear()
+        self._in_use_on.clear()
         return out
 
-    def validate(self) -> None:
+    def validate(self, matching_deferred: bool = False) -> None:
+        """Check the indexes; ``matching_deferred``: offered slots may wait for a batch
+        (``slot.request.max-interval``), so free slots and waiting requests may coexist."""
         used = [s.request_id for s in self._slots.values() if s.request_id is not None]
         assert len(used) == len(set(used)), f"a request holds two slots: {used}"
         assert not set(used) & set(self._pending), "a request is both pending and assigned"
-        for profile in self._pending_of:
+        for profile in () if matching_deferred else self._pending_of:
             assert profile not in self._free_of, f"a free {profile} slot while requests wait"
         assert {p: list(w) for p, w in self._pending_of.items()} == {
             p: [r for r, q in self._pending.items() if q == p] for p in set(self._pending.values())
         }, "pending index mismatch"
         assert {a for f in self._free_of.values() for a in f} == set(self._free), "free index"
+        assert {a for on in self._free_on.values() for f in on.values() for a in f} == \
+            set(self._free), "free index per TaskManager"
+        assert +self._owned_on == Counter(s.resource_id for s in self._slots.values()), "owned"
+        assert +self._in_use_on == Counter(
+            s.resource_id for s in self._slots.values() if not s.is_free), "in use per TaskManager"
         assert not any(s.resource_id in self._blocked for s in self._free.values()), \
             "a free slot of a blocked TaskManager"
         for s in self._slots.values():
