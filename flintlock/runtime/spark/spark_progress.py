@@ -262,6 +262,9 @@ class SparkTaskProgress:
         self._tag = ""
         self._sql = SqlRowCounts()
         self._sql_rows_after_s = sql_rows_after_s
+        #: remote server: whether the attempt's operation last reported a Spark stage with
+        #: tasks left (None: no progress is followed, e.g. the embedded server)
+        self.remote_stage_running: bool | None = None
 
     @property
     def busy_ms(self) -> float:
@@ -291,15 +294,20 @@ class SparkTaskProgress:
             return
         owner = threading.get_ident()
 
-        def on_progress(stages: Any = None, operation_id: Any = None, **_: Any) -> None:
-            if threading.get_ident() != owner or not stages:
+        def on_progress(stages: Any = None, operation_id: Any = None, done: bool = False,
+                        **_: Any) -> None:
+            if threading.get_ident() != owner:
                 return  # another task's operation: handlers are per session
-            self._remote_bytes[str(operation_id)] = sum(int(s.num_bytes_read) for s in stages)
-            self.update(IOMetrics(bytes_in=sum(self._remote_bytes.values())))
+            self.remote_stage_running = bool(stages) and not done and any(
+                not s.done and s.num_completed_tasks < s.num_tasks for s in stages)
+            if stages:
+                self._remote_bytes[str(operation_id)] = sum(int(s.num_bytes_read) for s in stages)
+                self.update(IOMetrics(bytes_in=sum(self._remote_bytes.values())))
 
         self._handler = on_progress
         try:
             register(on_progress)
+            self.remote_stage_running = False
         except Exception:
             log.debug("registerProgressHandler failed", exc_info=True)
             self._handler = None

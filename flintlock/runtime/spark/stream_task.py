@@ -8,8 +8,10 @@ vertex produces partitions, ``"shuffle_dir"`` (str, local path or URI).
 One attempt = Spark operations under one tag (derived from ``str(attempt_id)``; ``addTag`` is
 thread-local in the Connect client, so only this thread's operations carry it). ``cancel()`` sets a
 flag and, until ``invoke()`` returned, repeats ``interruptTag`` and cancels the tag's Spark jobs on
-the embedded server (an interrupt swallowed during planning would leave the job running);
-``invoke()`` then raises ``TaskCancelledError``. While it runs, ``stats`` counts what its Spark
+the embedded server (an interrupt swallowed during planning would leave the job running); on a
+remote server, where only the interrupt reaches the job, it waits until the attempt's operation
+reports a running Spark stage (``_remote_interrupt_due``). ``invoke()`` then raises
+``TaskCancelledError``. While it runs, ``stats`` counts what its Spark
 jobs read and wrote so far (``spark_progress``: live I/O for REST, the CLI and Prometheus). Each output is
 one DataFrame plan ending in its partition write (Spark-written Parquet; or, when the subtask's
 input is estimated below ``taskmanager.network.blocking.arrow-partition-threshold`` and its chain
@@ -93,6 +95,8 @@ def spark_tag(attempt_id: Any) -> str:
 
 #: how often a cancelled task re-sends ``interruptTag`` while ``invoke`` still runs (seconds)
 _INTERRUPT_INTERVAL_S = 0.25
+#: a remote server's interrupt waits at most this long for a running Spark stage (seconds)
+_REMOTE_INTERRUPT_GRACE_S = 10.0
 #: give up re-sending after this long (Flink ``task.cancellation.timeout`` default 180 s)
 _INTERRUPT_DEADLINE_S = 180.0
 
@@ -138,20 +142,36 @@ class SparkStreamTask:
             self._canceler.start()
 
     def _interrupt_until_done(self) -> None:
-        deadline = time.monotonic() + _INTERRUPT_DEADLINE_S
+        started = time.monotonic()
+        deadline = started + _INTERRUPT_DEADLINE_S
         reason = f"{self._tdd.task_name_with_subtask()} was cancelled"
         while not self._done.is_set() and time.monotonic() < deadline:
             with self._lock:
                 spark = self._spark
-            if spark is not None:
+            # the server interrupts an operation only once; a swallowed interrupt leaves its
+            # Spark job running, so on the embedded server cancel the tagged jobs themselves too
+            if spark is not None and (cancel_jobs_with_connect_tag(spark, self._tag, reason)
+                                      or self._remote_interrupt_due(started)):
                 try:
                     spark.interruptTag(self._tag)
                 except Exception:
                     log.debug("interruptTag(%s) failed", self._tag, exc_info=True)
-                # the server interrupts an operation only once; a swallowed interrupt leaves
-                # its Spark job running, so cancel the tagged jobs themselves too
-                cancel_jobs_with_connect_tag(spark, self._tag, reason)
             self._done.wait(_INTERRUPT_INTERVAL_S)
+
+    def _remote_interrupt_due(self, cancelled_at: float) -> bool:
+        """Whether to interrupt on a remote server (``spark.remote``) now.
+
+        Nothing there cancels the tagged Spark jobs but the interrupt, and an interrupt that
+        lands while the operation is still being planned is lost: its job then runs to the end.
+        So the interrupt waits until the attempt's operation reports a Spark stage with tasks
+        left (Connect's execution progress, every ``spark.connect.progress.reportInterval``,
+        2 s by default), when it reaches the thread waiting for the job and Spark cancels the
+        job; without progress reports, or after ``_REMOTE_INTERRUPT_GRACE_S``, at once.
+        """
+        stats = self.stats
+        running = stats.remote_stage_running if stats is not None else None
+        return (running is None or running
+                or time.monotonic() - cancelled_at >= _REMOTE_INTERRUPT_GRACE_S)
 
     def _is_cancelled(self) -> bool:
         return self._cancelled.is_set() or self._env.cancelled.is_set()

@@ -26,10 +26,14 @@ class _RemoteSession:
     def removeProgressHandler(self, handler: Any) -> None:
         self.handlers.remove(handler)
 
-    def report(self, operation_id: str, *bytes_read: int) -> None:
-        stages = [SimpleNamespace(num_bytes_read=b) for b in bytes_read]
+    def report(self, operation_id: str, *bytes_read: int, tasks_left: int = 1,
+               done: bool = False) -> None:
+        stages = [SimpleNamespace(stage_id=i, num_tasks=2, num_completed_tasks=2 - tasks_left,
+                                  num_bytes_read=b, done=tasks_left == 0)
+                  for i, b in enumerate(bytes_read)]
         for handler in list(self.handlers):  # PySpark passes keywords
-            handler(stages=stages, inflight_tasks=1, operation_id=operation_id, done=False)
+            handler(stages=stages, inflight_tasks=tasks_left, operation_id=operation_id,
+                    done=done)
 
 
 @pytest.fixture
@@ -70,6 +74,27 @@ def test_a_remote_session_counts_bytes_read_of_the_tasks_own_operations(remote) 
     progress.stop()
     assert remote.handlers == []
     progress.stop()  # idempotent
+
+
+def test_a_remote_session_tells_whether_the_tasks_operation_runs_a_spark_stage(remote) -> None:
+    """What a cancelled attempt waits for before it interrupts a remote server
+    (``SparkStreamTask._remote_interrupt_due``)."""
+    progress = SparkTaskProgress()
+    assert progress.remote_stage_running is None  # nothing followed
+    progress.start(remote, "flintlock-tag", "progress")
+    assert progress.remote_stage_running is False  # planning: no stage reported yet
+    remote.report("op-1", 100)
+    assert progress.remote_stage_running is True
+    other = threading.Thread(target=remote.report, args=("op-9", 1), kwargs={"tasks_left": 0})
+    other.start()
+    other.join()
+    assert progress.remote_stage_running is True  # another task's operation changes nothing
+    remote.report("op-1", 100, tasks_left=0)
+    assert progress.remote_stage_running is False  # every stage's tasks are done
+    remote.report("op-2", 5)
+    remote.report("op-2", 5, done=True)
+    assert progress.remote_stage_running is False  # the operation ended
+    progress.stop()
 
 
 def test_no_handler_api_means_no_live_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
