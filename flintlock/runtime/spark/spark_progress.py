@@ -298,8 +298,8 @@ class SparkTaskProgress:
                         **_: Any) -> None:
             if threading.get_ident() != owner:
                 return  # another task's operation: handlers are per session
-            self.remote_stage_running = bool(stages) and not done and any(
-                not s.done and s.num_completed_tasks < s.num_tasks for s in stages)
+            self.remote_stage_running = not done and any(
+                not s.done and s.num_completed_tasks < s.num_tasks for s in stages or ())
             if stages:
                 self._remote_bytes[str(operation_id)] = sum(int(s.num_bytes_read) for s in stages)
                 self.update(IOMetrics(bytes_in=sum(self._remote_bytes.values())))

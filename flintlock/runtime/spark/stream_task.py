@@ -148,14 +148,15 @@ class SparkStreamTask:
         while not self._done.is_set() and time.monotonic() < deadline:
             with self._lock:
                 spark = self._spark
-            # the server interrupts an operation only once; a swallowed interrupt leaves its
-            # Spark job running, so on the embedded server cancel the tagged jobs themselves too
-            if spark is not None and (cancel_jobs_with_connect_tag(spark, self._tag, reason)
-                                      or self._remote_interrupt_due(started)):
-                try:
-                    spark.interruptTag(self._tag)
-                except Exception:
-                    log.debug("interruptTag(%s) failed", self._tag, exc_info=True)
+            if spark is not None:
+                # the server interrupts an operation only once; a swallowed interrupt leaves
+                # its Spark job running, so on the embedded server cancel the tagged jobs too
+                embedded = cancel_jobs_with_connect_tag(spark, self._tag, reason)
+                if embedded or self._remote_interrupt_due(started):
+                    try:
+                        spark.interruptTag(self._tag)
+                    except Exception:
+                        log.debug("interruptTag(%s) failed", self._tag, exc_info=True)
             self._done.wait(_INTERRUPT_INTERVAL_S)
 
     def _remote_interrupt_due(self, cancelled_at: float) -> bool:
