@@ -55,7 +55,8 @@ __all__ = ["ApplicationCluster", "ApplicationClusterException", "start_applicati
            "start_dedicated_job_manager", "wait_for_application"]
 
 #: settings an application cluster gets unless the configuration has them
-_DEFAULTS = {"resourcemanager.type": "active", "rest.port": "0", "jobmanager.rpc.port": "0"}
+_DEFAULTS = {"resourcemanager.type": "active", "rest.port": "0", "jobmanager.rpc.port": "0",
+             "resourcemanager.initial-task-managers": "1"}
 
 
 class ApplicationClusterException(FlintlockException):

@@ -245,7 +245,8 @@ TM_SPARK_WARM_UP = option(
     "taskmanager.spark.warm-up", True, _bool,
     "Run one small plan on a TaskManager's fresh Spark server in the background once it has "
     "registered, so the first job does not pay for class loading and code generation "
-    "(flintlock's own key).")
+    "(flintlock's own key). TaskManagers an active ResourceManager starts default to false: a "
+    "job already waits for their slots, and the plan would compete with its first tasks.")
 
 
 TM_SPARK_CLASS_DATA_SHARING = option(

@@ -68,6 +68,12 @@ SLOTMANAGER_REDUNDANT_TASK_MANAGERS = option(
     "slotmanager.redundant-taskmanager-num", 0, nonneg_int,
     "Extra TaskManagers an active ResourceManager keeps started while jobs run, so a lost "
     "TaskManager's tasks restart without waiting for a new one.")
+RM_INITIAL_TASK_MANAGERS = option(
+    "resourcemanager.initial-task-managers", 0, nonneg_int,
+    "TaskManagers an active ResourceManager starts as soon as it starts, before any job "
+    "declares slots; one that no job uses is stopped after resourcemanager.taskmanager-timeout "
+    "(flintlock's own key). Application and per-job clusters default to 1, so their first "
+    "TaskManager starts while main() runs or the job is submitted.")
 TM_RESOURCE_ID = option(
     "taskmanager.resource-id", None, _str,
     "The TaskManager's ResourceID (default: generated from its host and port); an active "

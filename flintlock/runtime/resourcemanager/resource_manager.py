@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -353,8 +354,17 @@ class ResourceManager(FencedRpcEndpoint):
         (``ResourceOverview.spark_servers``): an embedded one per process (``spark["server"]``,
         which the MiniCluster's TaskManagers share, else one per TaskManager), a remote one per
         ``spark.remote`` URL; 0 when none registered or one's Spark is unknown."""
+        servers = self._spark_server_names()
+        return len(servers) if servers is not None else 0
+
+    def _spark_server_names(self, skip: Callable[[ResourceID], bool] = lambda _rid: False
+                            ) -> set[str] | None:
+        """The Spark servers of the registered TaskManagers except those ``skip`` names (see
+        ``_spark_servers``); None when one's Spark is neither embedded nor Spark Connect."""
         servers: set[str] = set()
-        for worker in self._task_executors.values():
+        for rid, worker in self._task_executors.items():
+            if skip(rid):
+                continue
             registration = worker.registration
             master = str(registration.spark.get("master", ""))
             if master.startswith("local"):
@@ -362,8 +372,8 @@ class ResourceManager(FencedRpcEndpoint):
             elif master.startswith("sc://"):
                 servers.add(master)
             else:
-                return 0
-        return len(servers)
+                return None
+        return servers
 
     async def notify_new_blocked_nodes(self, resource_ids: tuple[ResourceID, ...],
                                        duration_s: float, cause: str) -> Acknowledge:

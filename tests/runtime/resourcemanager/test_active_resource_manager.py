@@ -81,14 +81,15 @@ class Env:
             assert (await self.gw.register_job_master(job, JM_ADDRESS, ResourceID("jm"))).success
         await self.gw.declare_required_resources(ResourceRequirements(job, JM_ADDRESS, slots))
 
-    async def launch(self, rid: ResourceID, releasable: bool = True) -> TestingEndpoint:
+    async def launch(self, rid: ResourceID, releasable: bool = True,
+                     spark: dict[str, str] | None = None) -> TestingEndpoint:
         """What a started worker does: its TaskExecutor registers with its slots."""
         te = TestingEndpoint(str(rid), TaskExecutorGateway, can_be_released=lambda: releasable)
         self.rpc.register(te)
         await te.start()
         self.tes[rid] = te
         assert (await self.gw.register_task_executor(
-            TaskExecutorRegistration(te.address, rid, 2))).success
+            TaskExecutorRegistration(te.address, rid, 2, spark=spark or {}))).success
         await self.gw.send_slot_report(rid, SlotReport(tuple(SlotStatus(SlotID(rid, i)) for i in range(2))))
         return te
 
@@ -96,13 +97,15 @@ class Env:
         return {str(w.resource_id): w.state.value for w in self.rm.workers.workers()}
 
 
-def _run(body: Callable[[Env], Awaitable[None]], **conf: str) -> None:
+def _run(body: Callable[[Env], Awaitable[None]], default_max_slots: int | None = None,
+         **conf: str) -> None:
     async def main() -> None:
         rpc = InProcRpcService()
         clock = ManualClock()
         driver = RecordingDriver()
         rm = ActiveResourceManager(rpc, Configuration({**CONF, **conf}), driver, "127.0.0.1", 6123,
-                                   clock=clock, validate=True, worker_prefix="tm")
+                                   clock=clock, validate=True, worker_prefix="tm",
+                                   default_max_slots=default_max_slots)
         await rm.start()
         jm = TestingEndpoint("jobmaster", JobMasterGateway)
         rpc.register(jm)
@@ -250,3 +253,45 @@ def test_the_drivers_capacity_caps_the_slots_unless_configured() -> None:
     assert max_slots({}, 2) == 2  # TaskManager processes on a 2-core host
     assert max_slots({"taskmanager.numberOfTaskSlots": "4"}, 2) == 4  # at least one worker
     assert max_slots({"slotmanager.number-of-slots.max": "8"}, 2) == 8
+
+
+def test_the_spark_servers_count_the_workers_it_may_start() -> None:
+    """A job submitted before any worker registered is sized for the Spark servers the cluster
+    can have: one embedded server per worker within the slot cap, or the one remote server."""
+    async def servers(env: Env) -> int:
+        return (await env.gw.request_resource_overview()).spark_servers
+
+    async def capped(env: Env) -> None:
+        assert await servers(env) == 2  # 5 slots: two workers of 2 slots
+        await env.declare(JobID.generate(), 2)
+        await wait_until(lambda: len(env.driver.requested) == 1, describe=env.states)
+        await env.launch(ResourceID("tm-1"), spark={"master": "local[1]", "server": "h:1"})
+        assert await servers(env) == 2  # its own server is one of the two
+        await env.launch(ResourceID("user"), spark={"master": "local[1]", "server": "h:2"})
+        assert await servers(env) == 3  # a TaskManager a user started adds its own
+
+    _run(capped, default_max_slots=5)
+
+    async def remote(env: Env) -> None:
+        assert await servers(env) == 1
+        await env.launch(ResourceID("user"), spark={"master": "sc://spark:15002"})
+        assert await servers(env) == 1  # the same server
+
+    _run(remote, default_max_slots=8, **{"spark.remote": "sc://spark:15002"})
+
+    async def unbounded(env: Env) -> None:
+        assert await servers(env) == 0  # no cap: unknown, no bound
+
+    _run(unbounded)
+
+
+def test_initial_task_managers_start_with_the_resource_manager() -> None:
+    async def body(env: Env) -> None:
+        await wait_until(lambda: len(env.driver.requested) == 1, describe=env.states)
+        await env.launch(ResourceID("tm-1"))
+        await env.declare(JobID.generate(), 2)  # the job gets its slots; nothing more starts
+        te = env.tes[ResourceID("tm-1")]
+        await wait_until(lambda: len(te.calls_to("request_slot")) == 2, describe=env.states)
+        assert len(env.driver.requested) == 1
+
+    _run(body, **{"resourcemanager.initial-task-managers": "1"})

@@ -80,6 +80,7 @@ def test_a_worker_gets_its_configuration_and_secret_and_is_stopped_with_sigterm(
         assert conf["metrics.reporter.prom.port"] == "0"  # the JobManager's port is taken
         assert conf["spark.sql.shuffle.partitions"] == "7"
         assert "resourcemanager.type" not in conf
+        assert conf["taskmanager.spark.warm-up"] == "false"  # a job waits for its slots
         assert f"parent: {os.getpid()}" in text  # it ends with this process (exit_with_parent)
         assert driver.describe(rid)["output"] == str(out)
         await driver.release_resource(rid)
@@ -140,3 +141,9 @@ def test_a_worker_sized_for_slots_with_memory_gets_a_spark_heap_that_holds_them(
     assert "spark.driver.memory" not in driver._worker_configuration(ResourceID("t-3"), SPEC)
     big = _driver(tmp_path, fake_python, **{"spark.driver.memory": "8g"})
     assert big._worker_configuration(ResourceID("t-4"), sized)["spark.driver.memory"] == "8g"
+
+
+def test_a_configured_warm_up_is_kept(tmp_path: Path, fake_python: Path) -> None:
+    driver = _driver(tmp_path, fake_python, **{"taskmanager.spark.warm-up": "true"})
+    conf = driver._worker_configuration(ResourceID("taskmanager-abc-2"), SPEC)
+    assert conf["taskmanager.spark.warm-up"] == "true"

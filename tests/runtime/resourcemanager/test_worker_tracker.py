@@ -194,3 +194,27 @@ def test_events_about_unknown_workers_are_ignored() -> None:
 def test_a_spec_needs_a_slot_and_a_core() -> None:
     with pytest.raises(ValueError, match="at least one slot"):
         WorkerResourceSpec(number_of_slots=0, cpu_cores=1)
+
+
+def test_initial_workers_start_before_any_job_and_only_once() -> None:
+    tracker = _tracker(initial_workers=1, idle_timeout_ms=1_000)
+    assert _check(tracker, 0) == [StartWorker(_rid(1), SPEC, "")]  # no job has declared slots
+    assert _check(tracker, 10) == []  # still starting: counted
+    tracker.handle(WorkerRegistered(_rid(1), 100))
+    assert _check(tracker, 200, slots={_rid(1): (2, 2)}) == []
+    # no job came: it is released like any idle worker, and not started again
+    assert _check(tracker, 1_200, slots={_rid(1): (2, 2)}) == [CheckReleasable(_rid(1), "")]
+    tracker.handle(ReleasableAnswered(_rid(1), True, 1_300))
+    tracker.handle(WorkerTerminated(_rid(1), "stopped", 1_400))
+    assert _check(tracker, 1_500) == []
+    assert _check(tracker, 1_600, missing=1) == [StartWorker(_rid(2), SPEC, "")]  # a job's need
+
+
+def test_initial_workers_are_not_added_to_a_jobs_declared_slots() -> None:
+    tracker = _tracker(initial_workers=2)
+    # a job declared 2 slots before the first check: the job's need replaces the initial one
+    assert _check(tracker, 0, missing=2) == [StartWorker(_rid(1), SPEC, "")]
+    assert _check(tracker, 10, missing=2) == []
+    # the initial workers count what user TaskManagers already offer
+    tracker = _tracker(initial_workers=2)
+    assert _check(tracker, 0, slots={ResourceID("user"): (2, 2)}) == [StartWorker(_rid(1), SPEC, "")]

@@ -19,8 +19,9 @@ import os
 from typing import Any
 
 from flintlock.config.configuration import Configuration
-from flintlock.config.options import TASK_SLOTS, TM_CPU_CORES
+from flintlock.config.options import SPARK_REMOTE, TASK_SLOTS, TM_CPU_CORES
 from flintlock.config.resource_manager_options import (
+    RM_INITIAL_TASK_MANAGERS,
     RM_START_WORKER_MAX_FAILURE_RATE,
     RM_START_WORKER_RETRY_INTERVAL,
     RM_TASK_MANAGER_REGISTRATION_TIMEOUT,
@@ -28,6 +29,7 @@ from flintlock.config.resource_manager_options import (
     SLOTMANAGER_MAX_SLOTS,
     SLOTMANAGER_REDUNDANT_TASK_MANAGERS,
 )
+from flintlock.config.sensitive import hide_credentials
 from flintlock.runtime.clock import Clock
 from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.ids import JobID, ResourceID
@@ -90,6 +92,7 @@ def worker_settings(configuration: Configuration,
         registration_timeout_ms=round(configuration.get(RM_TASK_MANAGER_REGISTRATION_TIMEOUT) * 1000),
         max_failure_rate=configuration.get(RM_START_WORKER_MAX_FAILURE_RATE),
         retry_interval_ms=round(configuration.get(RM_START_WORKER_RETRY_INTERVAL) * 1000),
+        initial_workers=configuration.get(RM_INITIAL_TASK_MANAGERS),
     )
 
 
@@ -131,6 +134,7 @@ class ActiveResourceManager(ResourceManager):
         log.info("Active ResourceManager: starts TaskManagers of %d slot(s) and %d core(s) as "
                  "jobs need them", spec.number_of_slots, spec.cpu_cores)
         self.schedule(CHECK_INTERVAL_S, self._periodic_check)
+        self._request_check()  # resourcemanager.initial-task-managers start now
 
     async def on_stop(self) -> None:
         try:
@@ -256,6 +260,28 @@ class ActiveResourceManager(ResourceManager):
         return dataclasses.replace(
             overview, number_of_pending_task_managers=sum(p.state == "STARTING" for p in pending),
             pending_task_managers=pending, held_back=self.workers.held_back)
+
+    def _spark_servers(self) -> int:
+        """The most Spark servers this cluster's TaskManagers can run on: those of the
+        TaskManagers a user started, plus the workers it may start, all on ``spark.remote``'s
+        server when that is set, else one embedded server each, as many as
+        ``slotmanager.number-of-slots.max`` allows (this host's cores by default). 0 (unknown)
+        without a cap, or when a TaskManager's Spark is neither embedded nor Spark Connect.
+
+        The AdaptiveBatchScheduler bounds a job's automatically sized vertices by this count
+        when the job starts, typically before any worker registered: a job submitted to an
+        application cluster would otherwise size its scans for servers that never come (TPC-H
+        Q6 ran as two subtasks on one new server instead of one Spark plan)."""
+        servers = self._spark_server_names(skip=self.workers.is_ours)
+        if servers is None:
+            return 0
+        remote = self._configuration.get(SPARK_REMOTE)
+        if remote:
+            return len(servers | {hide_credentials(str(remote))})
+        settings = self.workers.settings
+        if settings.max_slots is None:
+            return 0
+        return len(servers) + max(1, settings.max_slots // settings.spec.number_of_slots)
 
     def debug_state(self) -> dict[str, Any]:
         return {**super().debug_state(), "workers": {

@@ -4,7 +4,10 @@ The local counterpart of Flink's ``KubernetesResourceManagerDriver`` / ``YarnRes
 Each worker is ``<python> -m flintlock -v taskmanager`` in its own session (process group, so
 stopping it also ends its Spark JVM), configured through ``<work dir>/<resource id>/config.yaml``
 (mode 0600; ``FLINTLOCK_CONF_DIR``): the JobManager's configuration, with the worker's
-``taskmanager.resource-id``, slots and cores and the ResourceManager's RPC address. The cluster
+``taskmanager.resource-id``, slots and cores and the ResourceManager's RPC address, and
+``taskmanager.spark.warm-up: false`` unless configured (it is started because a job waits for
+its slots, and a warm-up plan would run beside that job's first tasks: TPC-H Q6 at SF 1 on an
+application cluster finished 1-3 s later with it, and the warm-up itself took 6-9 s). The cluster
 secret goes through the environment, never into a file or an argument list. Its stdout and stderr
 go to ``<env.log.dir or work dir>/flintlock-taskmanager-<resource id>.out``.
 
@@ -34,6 +37,7 @@ from flintlock.config.options import (
     JM_RPC_PORT,
     LOG_DIR,
     PROM_PORT,
+    TM_SPARK_WARM_UP,
     parse_memory_bytes,
 )
 from flintlock.config.resource_manager_options import RM_PROCESS_PYTHON
@@ -98,6 +102,9 @@ class ProcessResourceManagerDriver:
             JM_RPC_ADDRESS.key: self._rm_host,
             JM_RPC_PORT.key: str(self._rm_port),
         })
+        if not self._configuration.contains(TM_SPARK_WARM_UP):
+            # a job waits for this worker's slots: a warm-up would compete with its first tasks
+            values[TM_SPARK_WARM_UP.key] = "false"
         if self._configuration.get(PROM_PORT) is not None:
             values[PROM_PORT.key] = "0"  # the JobManager's fixed port is taken: any free one
         if spec.sized_memory:  # a worker for slots with memory: its Spark JVM holds them

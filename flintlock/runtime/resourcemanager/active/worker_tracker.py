@@ -18,6 +18,9 @@ Decisions on every ``ResourcesChecked`` (the SlotManager's view after it allocat
   such workers still starting will offer. Never beyond ``max_slots`` in total; while start-up
   failures in the last minute exceed ``max_failure_rate``, one start every
   ``retry_interval_ms`` (Flink's cool-down).
+- **initial**: until the first job declares requirements, ``initial_workers`` workers' slots
+  count as missing, once: an application cluster's first TaskManager starts while its
+  JobManager runs main(), not after. One that no job uses is released when idle.
 - **release**: a worker of ours whose slots have all been free for ``idle_timeout_ms`` is asked
   whether it can be released (``CheckReleasable``: it may hold result partitions that running jobs
   still read); if so, and its slots are not needed as redundant ones, it is stopped.
@@ -125,6 +128,7 @@ class WorkerSettings:
     registration_timeout_ms: int = 300_000
     max_failure_rate: float = 10.0
     retry_interval_ms: int = 3_000
+    initial_workers: int = 0
 
 
 # ---- events -----------------------------------------------------------------------------------
@@ -254,6 +258,7 @@ class WorkerTracker:
         self._started = 0
         self._failures: deque[int] = deque()  # start-up failure times (ms), last minute
         self._cool_down_until_ms = 0
+        self._initial_pending = settings.initial_workers > 0  # until a job declares slots
         #: why the last check started fewer workers than needed ("" when it did not)
         self.held_back = ""
         self.last_failure = ""
@@ -380,7 +385,11 @@ class WorkerTracker:
         free_total = sum(free for _, free in event.slots.values())
         wanted = event.missing_slots - free_total
         if event.has_requirements:
+            self._initial_pending = False
             wanted += self.settings.redundant * spec.number_of_slots
+        elif self._initial_pending:  # once: a worker no job uses is released when idle
+            self._initial_pending = False
+            wanted = self.settings.initial_workers * spec.number_of_slots - free_total
         plan: list[tuple[WorkerResourceSpec, ResourceProfile | None, int]] = [
             (spec, None, math.ceil(max(0, wanted) / spec.number_of_slots)
              - self._starting(event, None))]
