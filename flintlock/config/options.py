@@ -255,6 +255,12 @@ TM_SPARK_CLASS_DATA_SHARING = option(
     "(JDK dynamic AppCDS; built once per machine and Spark install, in the background when "
     "missing): the server starts ~2.5 s sooner and its first queries run up to 2x faster "
     "(flintlock's own key).")
+TM_SPARK_FAST_LOCAL_FILESYSTEM = option(
+    "taskmanager.spark.fast-local-filesystem", True, _bool,
+    "Give the embedded Spark server a local file system that sets file permissions through "
+    "java.nio instead of forking chmod for every file and directory it writes (Hadoop's without "
+    "its native library); compiled once per machine with the JDK's javac, skipped without one. "
+    "A configured spark.hadoop.fs.file.impl wins (flintlock's own key).")
 TM_SPARK_CLASS_DATA_SHARING_DIR = option(
     "taskmanager.spark.class-data-sharing.dir", None, _str,
     "Where the class-data-sharing archives live. Default: $XDG_CACHE_HOME/flintlock/jvm, else "

@@ -36,6 +36,7 @@ from flintlock.config.options import (
     TM_CPU_CORES,
     TM_SPARK_CLASS_DATA_SHARING,
     TM_SPARK_CLASS_DATA_SHARING_DIR,
+    TM_SPARK_FAST_LOCAL_FILESYSTEM,
     TM_SPARK_NICE,
 )
 from flintlock.config.sensitive import hide_credentials
@@ -391,6 +392,7 @@ class SparkSessionProvider:
             runtime = {k: v for k, v in settings.items() if k not in _STATIC_DEFAULTS}
         else:
             archive_dir = self._with_class_data_sharing(settings)
+            self._with_fast_local_filesystem(settings)
             port = _start_local_server(str(remote), settings,
                                        self._configuration.get(TM_SPARK_NICE))
             if archive_dir is not None:  # no archive yet: the next server of this host has one
@@ -436,6 +438,22 @@ class SparkSessionProvider:
             return directory
         settings["spark.driver.extraJavaOptions"] = f"{extra} {sharing}".strip()
         return None
+
+    def _with_fast_local_filesystem(self, settings: dict[str, str]) -> None:
+        """Make ``NioLocalFileSystem`` the embedded server's ``file:`` file system
+        (``local_filesystem``, ``taskmanager.spark.fast-local-filesystem``) unless the user
+        configured one or no jar can be built."""
+        if (not self._configuration.get(TM_SPARK_FAST_LOCAL_FILESYSTEM)
+                or "spark.hadoop.fs.file.impl" in settings):
+            return
+        from flintlock.runtime.spark import local_filesystem
+        from flintlock.runtime.spark.class_data_sharing import default_directory
+
+        jar = local_filesystem.ensure_jar(self._configuration.get(TM_SPARK_CLASS_DATA_SHARING_DIR)
+                                          or str(default_directory()))
+        if jar is not None:
+            local_filesystem.add_to_server_class_path(jar)
+            settings["spark.hadoop.fs.file.impl"] = local_filesystem.FILE_SYSTEM_CLASS
 
     def _cores(self) -> int:
         return int(self._configuration.get(TM_CPU_CORES) or os.cpu_count() or 1)
