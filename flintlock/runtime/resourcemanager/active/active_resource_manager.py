@@ -281,7 +281,11 @@ class ActiveResourceManager(ResourceManager):
         settings = self.workers.settings
         if settings.max_slots is None:
             return 0
-        return len(servers) + max(1, settings.max_slots // settings.spec.number_of_slots)
+        tracker = self.slot_manager.tracker  # the cap counts the slots of users' TaskManagers
+        users = sum(tracker.number_of_slots(rid) for rid in tracker.task_executors()
+                    if not self.workers.is_ours(rid))
+        ours = max(0, settings.max_slots - users) // settings.spec.number_of_slots
+        return max(1, len(servers) + ours)
 
     def debug_state(self) -> dict[str, Any]:
         return {**super().debug_state(), "workers": {
