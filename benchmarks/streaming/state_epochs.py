@@ -66,6 +66,7 @@ def flintlock(epochs: int, n: int) -> list[float]:
         fired = ops.apply(0, node, spark.createDataFrame(table, "k string, v bigint, ts bigint"),
                           "window")
         fired.toArrow()
+        ops.write_state()
         ops.end_epoch()
         out.append(time.perf_counter() - started)
     return out

@@ -313,11 +313,18 @@ SHUFFLE_DIR = option("shuffle.storage-dir", None, _str,
                      "hdfs://) whose partitions survive the loss of the TaskManager.")
 BUFFERS_PER_CHANNEL = option(
     "taskmanager.network.memory.buffers-per-channel", 2, nonneg_int,
-    "Credits per PIPELINED partition a producer may use ahead of its slowest consumer, counted "
-    "in segments (Flink counts network buffers).")
+    "Credits per PIPELINED partition a producer may always use ahead of its slowest consumer, "
+    "counted in segments (Flink counts network buffers).")
 FLOATING_BUFFERS_PER_GATE = option(
     "taskmanager.network.memory.floating-buffers-per-gate", 8, nonneg_int,
-    "Extra segments a PIPELINED partition may hold unconsumed (added to buffers-per-channel).")
+    "Extra segments a PIPELINED partition may hold unconsumed (added to buffers-per-channel), "
+    "each granted only while every consumer has less than (buffers-per-channel + "
+    "floating-buffers-per-gate) x taskmanager.memory.segment-size bytes of it unconsumed.")
+SEGMENT_SIZE = option(
+    "taskmanager.memory.segment-size", 32 * 1024, _at_least(parse_memory_bytes, 4096),
+    "The size of a network buffer (bytes; Flink's memory segment, default 32 KiB, at least "
+    "4 KiB): with the buffer counts above it bounds the bytes a PIPELINED partition holds "
+    "unconsumed beyond its exclusive segments.")
 ARROW_SEGMENT_THRESHOLD = option(
     "taskmanager.network.pipelined.arrow-segment-threshold", 2**20, parse_memory_bytes,
     "A streaming epoch whose input is estimated below this size (bytes) exchanges its output as "

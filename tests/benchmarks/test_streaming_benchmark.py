@@ -289,6 +289,20 @@ def test_report_says_when_a_max_rate_run_wrote_nothing() -> None:
            "**no** (not measured) |" in text
 
 
+def test_report_says_when_a_max_rate_run_collapsed_below_its_sustained_rate() -> None:
+    doc = _doc()
+    base = doc["workloads"]["flights"]["systems"]["structured-streaming"]
+    base["max"] = _run(700, 9.0, 990)  # wrote less at the maximum than at the sustained rate
+    doc["workloads"]["flights"]["ratios"] = ratios(doc["workloads"]["flights"]["systems"])
+    text = report.render(doc, "x.json")
+    assert "Spark Structured Streaming's max-rate run wrote 700/s at 100,000/s offered, less " \
+           "than its sustained run's 9,900/s: it collapsed" in text
+    assert "| flights | throughput | flintlock / Structured Streaming >= 0.8 | 28.57x | not " \
+           "shown (Structured Streaming's max-rate run collapsed) |" in text
+    assert "| events | throughput | flintlock / Structured Streaming >= 0.8 | at most 0.60x " \
+           "| **no** |" in text  # a base that did not collapse is compared as before
+
+
 def test_report_memory_target_needs_a_ten_minute_run() -> None:
     doc = _doc()
     doc["seconds"] = 600.0

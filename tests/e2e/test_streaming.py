@@ -9,6 +9,7 @@ and that cancelling an unbounded job ends it within seconds with no Spark job le
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,8 @@ def _pipelined_backlogs(root: Path) -> dict[str, tuple[int, int]]:
     out = {}
     for commits in root.glob("*/pipelined/*/*/_commits"):
         committed = len(list(commits.glob("*.json")))
-        acks = [int(p.read_text().split(":")[1].strip(" }")) for p in commits.parent.glob("_acks/*.json")]
+        acks = [int(json.loads(p.read_text())["consumed"])
+                for p in commits.parent.glob("_acks/*.json")]
         out[str(commits.parent)] = (committed, min(acks) if acks else 0)
     return out
 

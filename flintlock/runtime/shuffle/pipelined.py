@@ -17,7 +17,12 @@ the segments is committed downstream.
 Backpressure (Flink's credit-based flow control, ``taskmanager.network.memory.buffers-per-channel``
 + ``floating-buffers-per-gate`` credits, a segment standing for a network buffer): a producer may
 have at most ``max_backlog`` committed segments that its slowest consumer subtask has not
-acknowledged; ``PipelinedPartitionWriter.backlog`` tells it how far ahead it is.
+acknowledged; ``PipelinedPartitionWriter.backlog`` tells it how far ahead it is. A segment is an
+epoch's output, often far larger than Flink's 32 KiB buffer, so the floating credits also count
+bytes, as Flink's buffers bound the data in flight: beyond the ``exclusive`` segments (always
+granted), a producer commits another only while every consumer has less than ``max_bytes`` of its
+subpartitions' data unacknowledged (``has_credit``). Each acknowledgement names the consumer's
+subpartition range.
 
 Checkpoint barriers (issue 12) are data-less commit records with ``barrier: n`` (and the
 checkpoint's ``location``), committed after everything the producer emitted before its snapshot.
@@ -216,16 +221,30 @@ class PipelinedPartitionWriter:
         number_of_consumers: consumer subtasks that acknowledge (the consumer vertex's
             parallelism); backpressure follows the slowest.
         max_backlog: committed but unacknowledged segments allowed (>= 1).
+        exclusive: of those, how many are granted whatever their size (at least 1; default:
+            all of them).
+        max_bytes: the further ones only while each consumer has less than this many bytes
+            (stored, of its subpartitions) unacknowledged; None: no byte bound.
+
+    Raises:
+        ValueError: ``max_backlog`` below 1, ``max_bytes`` below 0.
     """
 
     def __init__(self, uri: str, number_of_subpartitions: int, number_of_consumers: int,
-                 max_backlog: int) -> None:
+                 max_backlog: int, *, exclusive: int | None = None,
+                 max_bytes: int | None = None) -> None:
         if max_backlog < 1:
             raise ValueError(f"max_backlog must be >= 1, got {max_backlog}")
+        if max_bytes is not None and max_bytes < 0:
+            raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
         self.uri = uri.rstrip("/")
         self.number_of_subpartitions = max(1, number_of_subpartitions)
         self.number_of_consumers = max(1, number_of_consumers)
         self.max_backlog = max_backlog
+        self.exclusive = max_backlog if exclusive is None else min(max(1, exclusive), max_backlog)
+        self.max_bytes = max_bytes
+        #: stored bytes per subpartition of the committed segments not yet acknowledged by all
+        self._sizes: dict[int, tuple[int, ...]] = {}
         self.next_segment = 0
         self.ended = False
         self._fs, self._path = filesystem_and_path(self.uri)
@@ -283,16 +302,26 @@ class PipelinedPartitionWriter:
     def _write(self, record: SegmentCommit) -> SegmentCommit:
         n = record.segment
         _write_atomically(self._fs, f"{self._path}/{_COMMITS}/{n:08d}.json", record.to_json())
+        if self.max_bytes is not None and any(record.bytes):
+            self._sizes[n] = record.bytes
         self.next_segment = n + 1
         self.ended = record.end
         return record
 
     def acknowledged(self) -> list[int]:
         """Segments consumed so far, per consumer subtask index (0 when it has not acked)."""
+        return [consumed for consumed, _ in self._acks()]
+
+    def _acks(self) -> list[tuple[int, tuple[int, int]]]:
+        """Per consumer: (segments consumed, its subpartition range; all before its first
+        acknowledgement)."""
         out = []
+        everything = (0, self.number_of_subpartitions - 1)
         for c in range(self.number_of_consumers):
             text = _read_text(self._fs, f"{self._path}/{_ACKS}/{c}.json")
-            out.append(int(json.loads(text)["consumed"]) if text else 0)
+            ack = json.loads(text) if text else {}
+            span = ack.get("subpartitions") or everything
+            out.append((int(ack.get("consumed", 0)), (int(span[0]), int(span[1]))))
         return out
 
     def backlog(self) -> int:
@@ -300,8 +329,27 @@ class PipelinedPartitionWriter:
         return self.next_segment - min(self.acknowledged())
 
     def has_credit(self) -> bool:
-        """Whether one more segment may be committed without exceeding ``max_backlog``."""
-        return self.backlog() < self.max_backlog
+        """Whether one more segment may be committed: fewer than ``exclusive`` unacknowledged
+        segments, or fewer than ``max_backlog`` while no consumer has ``max_bytes`` or more of
+        its data unacknowledged."""
+        acks = self._acks()
+        oldest = min(consumed for consumed, _ in acks)
+        for n in [n for n in self._sizes if n < oldest]:
+            del self._sizes[n]
+        backlog = self.next_segment - oldest
+        if backlog < self.exclusive:
+            return True
+        if backlog >= self.max_backlog:
+            return False
+        if self.max_bytes is None:
+            return True
+        return all(self.unacknowledged_bytes(consumed, span) < self.max_bytes
+                   for consumed, span in acks)
+
+    def unacknowledged_bytes(self, consumed: int, span: tuple[int, int]) -> int:
+        """Stored bytes of subpartitions ``span`` (inclusive) in segments ``consumed..``."""
+        return sum(sum(sizes[span[0]:span[1] + 1]) for n, sizes in self._sizes.items()
+                   if n >= consumed)
 
 
 @dataclass
@@ -367,15 +415,19 @@ class PipelinedPartitionReader:
         """A channel ended because the job stops with a savepoint without draining."""
         return any(c.stopped for c in self.channels)
 
-    def poll(self, max_segments_per_channel: int, align: bool = False) -> list[ReadableSegment]:
+    def poll(self, max_segments_per_channel: int, align: bool = False,
+             max_bytes: int | None = None) -> list[ReadableSegment]:
         """The newly committed segments (up to the bound per channel), in order per channel.
+
+        ``max_bytes``: per channel, a segment after the first is taken only while the bytes
+        taken stay within it (what a producer's credits let be in flight; None: no bound).
 
         A barrier record is taken (``channel.barrier``) but not returned; with ``align`` its
         channel is then blocked (nothing more is read from it until ``unblock``)."""
         out: list[ReadableSegment] = []
         for i, ch in enumerate(self.channels):
             fs, path = filesystem_and_path(ch.uri)
-            taken = 0
+            taken = taken_bytes = 0
             while not ch.ended and not ch.blocked and taken < max_segments_per_channel:
                 text = _read_text(fs, f"{path}/{_COMMITS}/{ch.next_segment:08d}.json")
                 if text is None:
@@ -393,6 +445,9 @@ class PipelinedPartitionReader:
                         dirs.append(f"{segment_uri(ch.uri, commit.segment)}/sp={k}{suffix}")
                         rows += commit.rows[k]
                         size += commit.bytes[k]
+                if max_bytes is not None and taken and taken_bytes + size > max_bytes:
+                    break  # the next epoch takes it
+                taken_bytes += size
                 out.append(ReadableSegment(i, commit, tuple(dirs), rows, size))
                 ch.next_segment += 1
                 ch.ended, ch.stopped = commit.end, commit.stopped
@@ -415,7 +470,8 @@ class PipelinedPartitionReader:
         for ch in self.channels:
             fs, path = filesystem_and_path(ch.uri)
             _write_atomically(fs, f"{path}/{_ACKS}/{self.consumer_index}.json",
-                              json.dumps({"consumed": ch.next_segment}))
+                              json.dumps({"consumed": ch.next_segment, "subpartitions":
+                                          [self.subpartition_start, self.subpartition_end]}))
 
     def watermark(self) -> int | None:
         """The gate's watermark: ``combined_watermark([self])``."""

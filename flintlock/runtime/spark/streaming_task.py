@@ -34,7 +34,10 @@ The loop (ARCHITECTURE section 4b, "a streaming subtask = a loop of epochs"):
 ``cancel()`` works as for ``SparkStreamTask``: it interrupts the running Spark action and ends any
 wait at once. ``max_backlog`` = ``taskmanager.network.memory.buffers-per-channel`` +
 ``taskmanager.network.memory.floating-buffers-per-gate`` (a segment stands for a network buffer;
-Flink's defaults 2 + 8).
+Flink's defaults 2 + 8); beyond the first ``buffers-per-channel`` segments, a producer commits
+another only while its consumers have less than ``max_backlog`` x ``taskmanager.memory.
+segment-size`` (320 KiB by default) of it unconsumed, so the data in flight stays near what
+Flink's buffers hold (``credit_bounds``).
 """
 
 from __future__ import annotations
@@ -87,7 +90,8 @@ from flintlock.runtime.spark.timed_operators import TimedOperators
 from flintlock.runtime.taskmanager.invokable import TaskCancelledError
 from flintlock.runtime.taskmanager.task_execution_state import IOMetrics, TaskResult
 
-__all__ = ["SparkStreamingTask", "StreamingTaskStats", "max_backlog", "segment_format"]
+__all__ = ["SparkStreamingTask", "StreamingTaskStats", "credit_bounds", "max_backlog",
+           "segment_format"]
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +109,15 @@ def max_backlog(job_configuration: Mapping[str, str]) -> int:
     """Unacknowledged segments a producer may have per partition (see the module docstring)."""
     return max(1, job_setting(job_configuration, options.BUFFERS_PER_CHANNEL)
                + job_setting(job_configuration, options.FLOATING_BUFFERS_PER_GATE))
+
+
+def credit_bounds(job_configuration: Mapping[str, str]) -> dict[str, int]:
+    """``PipelinedPartitionWriter``'s ``exclusive`` segments (``buffers-per-channel``, at least
+    1) and ``max_bytes`` for the floating ones: ``max_backlog`` buffers of
+    ``taskmanager.memory.segment-size`` bytes, the data Flink's credits let be in flight."""
+    return {"exclusive": max(1, job_setting(job_configuration, options.BUFFERS_PER_CHANNEL)),
+            "max_bytes": max_backlog(job_configuration)
+            * job_setting(job_configuration, options.SEGMENT_SIZE)}
 
 
 class StreamingTaskStats:
@@ -173,9 +186,11 @@ class SparkStreamingTask(SparkStreamTask):
         tdd = self._tdd
         conf = tdd.job_configuration
         backlog = max_backlog(conf)
+        credits = credit_bounds(conf)
         arrow_threshold = job_setting(conf, options.ARROW_SEGMENT_THRESHOLD)
         writers = [PipelinedPartitionWriter(r.uri, r.number_of_subpartitions, r.number_of_consumers,
-                                            backlog) for r in tdd.produced_partitions]
+                                            backlog, **credits)
+                   for r in tdd.produced_partitions]
         # live collect sinks: one partition each, consumed by the JobManager's collect coordinator
         self._collect_writers = {
             node.spec.sink.uid: PipelinedPartitionWriter(
@@ -228,7 +243,7 @@ class SparkStreamingTask(SparkStreamTask):
                 input_bytes = estimated_bytes(splits)
             else:
                 splits, wait_s = (), _POLL_S
-                segments = [r.poll(backlog, align) for r in readers]
+                segments = [r.poll(backlog, align, credits["max_bytes"]) for r in readers]
                 ended = all(r.ended for r in readers)
                 stopped = ended and any(r.stopped for r in readers)
                 has_input = any(s.dirs for gate in segments for s in gate)
@@ -394,6 +409,7 @@ class SparkStreamingTask(SparkStreamTask):
         self.stats.bytes_in += tc.bytes_in
         written = self._write_outputs(chain, tc, writers, schemas, fmt)
         self._write_sinks(tc, committables, collected)
+        timed.write_state()  # after the outputs: fired windows reach them one Spark job sooner
         timed.end_epoch()  # what the watermark assigners saw in this epoch's rows
         watermark = timed.output_watermark(ended)
         for i, loc in written:

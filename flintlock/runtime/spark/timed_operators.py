@@ -6,12 +6,14 @@ operator's watermark, its state table and what it observed, across the epochs of
 task; a BATCH task uses it for one epoch with no state and every watermark at its maximum.
 
 Per STREAMING epoch (``streaming_task``): ``begin_epoch(input watermark, clock)`` ->
-``translate_chain`` (window and keyed-process nodes write their new state version while the
-chain is translated, before the epoch's outputs are written, so a version is always the state
-after a whole epoch) -> the outputs are written -> ``end_epoch()`` reads the assigners'
-observations (max event time; Spark's ``observe``, no extra job) -> ``output_watermark()`` goes
-into the commit record of every output segment. ``due()`` says whether a timer or window is due
-although no input arrived (a timer epoch over empty input).
+``translate_chain`` (a keyed-process node writes its new state version while the chain is
+translated: its output is read from that write) -> the outputs and sinks are written ->
+``write_state()`` writes the new state versions of the window nodes (after the outputs, so a
+fired window reaches its sink one Spark job sooner; the output plans read the version before,
+which is kept) -> ``end_epoch()`` reads the assigners' observations (max event time; Spark's
+``observe``, no extra job) -> ``output_watermark()`` goes into the commit record of every output
+segment. Either way a version is the state after a whole epoch. ``due()`` says whether a timer
+or window is due although no input arrived (a timer epoch over empty input).
 
 State tables: ``<state_uri>/<node index>/v-<n>`` (Parquet written by Spark); version n is the
 state after the task's n-th stateful epoch. A checkpoint copies the current version of each
@@ -23,6 +25,7 @@ snapshot of a ``HashMapStateBackend``); a restored attempt reads that copy as it
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,6 +141,8 @@ class TimedOperators:
         self.input_watermark = MIN_WATERMARK if streaming else MAX_WATERMARK
         self.processing_time = 0
         self.fire_processing_until = 0
+        #: state writes of this epoch's window nodes, run by ``write_state``
+        self._deferred: list[Callable[[], None]] = []
 
     def prepare(self, chain: S.OperatorChain) -> None:
         """Know the chain's watermark assigners before their first epoch (an idle source's
@@ -161,6 +166,15 @@ class TimedOperators:
         else:
             self.input_watermark = self.fire_processing_until = MAX_WATERMARK
         self.side.clear()
+        self._deferred.clear()
+
+    def write_state(self) -> None:
+        """Write the new state versions of the epoch's window nodes (after the epoch's outputs
+        and sinks were written: their plans read the version before, which ``StateTable``
+        keeps until the next one is committed)."""
+        pending, self._deferred = self._deferred, []
+        for write in pending:
+            write()
 
     def end_epoch(self) -> None:
         """After the epoch's outputs were written: read what the assigners observed."""
@@ -313,15 +327,17 @@ class TimedOperators:
         if spec.late_tag and result.late is not None:
             self.side[(index, spec.late_tag)] = result.late
         st.watermark = max(st.watermark, times.now)
-        if st.table is not None:
-            seen = self._write(st.table, result.state, F.count(F.lit(1)),
-                               F.min(NEXT).alias("next"), ddl=state_ddl,
-                               drop=(NEXT,))
-            nxt = seen.get("next")
-            if spec.assigner.event_time:
-                st.next_event = nxt
-            else:
-                st.next_processing = nxt
+        table = st.table
+        if table is not None:
+            def write() -> None:
+                seen = self._write(table, result.state, F.count(F.lit(1)),
+                                   F.min(NEXT).alias("next"), ddl=state_ddl, drop=(NEXT,))
+                if spec.assigner.event_time:
+                    st.next_event = seen.get("next")
+                else:
+                    st.next_processing = seen.get("next")
+
+            self._deferred.append(write)
         return result.output
 
     def _process(self, index: int, st: _Node, spec: StatefulProcessSpec, df: Any,

@@ -71,6 +71,62 @@ def test_backlog_follows_the_slowest_consumer_and_limits_credit(tmp_path: Path) 
     assert writer.backlog() == 1 and writer.has_credit()
 
 
+def test_floating_credits_count_the_bytes_each_consumer_has_not_acknowledged(tmp_path: Path) -> None:
+    uri = str(tmp_path / "p")
+    # 2 exclusive segments always; up to 4 while a consumer has < 100 bytes of its range unacked
+    writer = PipelinedPartitionWriter(uri, 2, number_of_consumers=2, max_backlog=4, exclusive=2,
+                                      max_bytes=100)
+    low = PipelinedPartitionReader([uri], 0, 0, 0)
+    high = PipelinedPartitionReader([uri], 1, 1, 1)
+    writer.commit((1, 1), (30, 60))
+    writer.commit((1, 1), (30, 60))
+    assert writer.backlog() == 2
+    # before any acknowledgement a consumer counts every subpartition: 180 bytes
+    assert not writer.has_credit()
+    low.poll(10)
+    high.poll(10)
+    low.acknowledge()
+    high.acknowledge()
+    assert writer.has_credit()
+    writer.commit((1, 1), (30, 60))
+    writer.commit((1, 1), (30, 0))
+    # two segments ahead (no exclusive credit left); each consumer has 60 bytes unacked < 100
+    assert writer.unacknowledged_bytes(2, (1, 1)) == 60
+    assert writer.unacknowledged_bytes(2, (0, 0)) == 60
+    assert writer.has_credit()
+    writer.commit((1, 1), (50, 1))
+    assert writer.unacknowledged_bytes(2, (0, 0)) == 110
+    assert not writer.has_credit()  # the low consumer has 110 bytes >= 100 unacknowledged
+    low.poll(10)
+    low.acknowledge()  # only the high consumer (61 bytes) is behind now
+    assert writer.backlog() == 3 and writer.has_credit()
+    writer.commit((1, 1), (1, 1))
+    assert writer.backlog() == 4 and not writer.has_credit()  # max_backlog, whatever the bytes
+
+
+def test_exclusive_segments_are_granted_whatever_their_size(tmp_path: Path) -> None:
+    uri = str(tmp_path / "p")
+    writer = PipelinedPartitionWriter(uri, 1, 1, max_backlog=10, exclusive=2, max_bytes=10)
+    writer.commit((1,), (1_000_000,))
+    assert writer.has_credit()  # one segment ahead, exclusive credit left
+    writer.commit((1,), (1,))
+    assert not writer.has_credit()  # floating credit needs < 10 bytes unacknowledged
+    with pytest.raises(ValueError, match="max_bytes"):
+        PipelinedPartitionWriter(str(tmp_path / "q"), 1, 1, 2, max_bytes=-1)
+
+
+def test_a_reader_takes_segments_within_the_byte_bound_but_always_one(tmp_path: Path) -> None:
+    uri = str(tmp_path / "p")
+    writer = PipelinedPartitionWriter(uri, 1, 1, 10)
+    for size in (500, 30, 30, 60):
+        writer.commit((1,), (size,))
+    reader = PipelinedPartitionReader([uri], 0, 0, 0)
+    assert [s.bytes for s in reader.poll(10, max_bytes=100)] == [500]  # the first, however large
+    assert [s.bytes for s in reader.poll(10, max_bytes=100)] == [30, 30]  # a 3rd would be 120
+    assert [s.bytes for s in reader.poll(10, max_bytes=100)] == [60]
+    assert reader.poll(10, max_bytes=100) == []
+
+
 def test_end_of_partition_ends_the_gate_and_the_writer(tmp_path: Path) -> None:
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
     wa = PipelinedPartitionWriter(a, 1, 1, 4)

@@ -56,6 +56,7 @@ def _epoch(ops: TimedOperators, node: ChainedNode, spark: Any, rows: list[tuple[
     ops.begin_epoch(watermark, now, end_of_input=end)
     out = ops.apply(0, node, spark.createDataFrame(rows, schema), "window")
     result = [tuple(r) for r in out.collect()]
+    ops.write_state()  # after the outputs, as the streaming task does
     ops.end_epoch()
     return sorted(result)
 
@@ -95,6 +96,25 @@ def test_tumbling_windows_fire_at_the_watermark_and_again_for_rows_within_latene
     assert _fired(_epoch(ops, node, spark, [], MAX_WATERMARK)) == [
         ("a", 1000, 2000, 1, 4), ("b", 1000, 2000, 1, 32)]
     assert ops.nodes[0].table.rows == 0
+
+
+def test_a_window_writes_its_new_state_only_after_the_epochs_outputs(
+        spark: Any, tmp_path: Path) -> None:
+    ops, node = _window_op(spark, tmp_path, TumblingEventTimeWindows.of(1000))
+    assert _epoch(ops, node, spark, [("a", 1, 10), ("b", 2, 1500)], 998) == []
+    table = ops.nodes[0].table
+    assert (table.version, table.rows) == (0, 2)
+    # epoch 2: [0, 1000) fires; its output is computed from version 0 and the new rows...
+    ops.begin_epoch(999, 0)
+    out = ops.apply(0, node, spark.createDataFrame([("b", 4, 1600)], SCHEMA), "window")
+    assert (table.version, table.rows) == (0, 2)  # nothing written while the chain translates
+    assert _fired([tuple(r) for r in out.collect()]) == [("a", 0, 1000, 1, 1)]
+    # ...and the state after the epoch (the rows of [1000, 2000)) is written after it
+    ops.write_state()
+    ops.end_epoch()
+    assert (table.version, table.rows) == (1, 2)
+    assert ops.nodes[0].next_event == 1999
+    assert _fired(_epoch(ops, node, spark, [], 1999)) == [("b", 1000, 2000, 2, 6)]
 
 
 def test_sliding_windows_put_a_row_into_each_window_that_contains_it(spark: Any, tmp_path: Path) -> None:
