@@ -12,7 +12,6 @@ A record's position in its subtask's sequence is the source's offset (what a che
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -60,11 +59,6 @@ class GeneratorSplit:
         return max(0, -(-(self.count - self.subtask) // self.parallelism))
 
 
-def _call_with_index(fn: Any, row: Any) -> Any:
-    """The user's generator function applied to the ``index`` column of a row."""
-    return fn(row[0])
-
-
 class DataGeneratorSource:
     """Records ``generator_function(index)`` for ``index`` in ``0 .. count - 1`` (or forever).
 
@@ -96,7 +90,7 @@ class DataGeneratorSource:
             raise ValueError("output_type must be a Spark DDL schema, e.g. 'id long, word string'")
         name = function_name(generator_function)
         try:
-            payload = dumps_user_function(functools.partial(_call_with_index, generator_function))
+            payload = dumps_user_function(generator_function)
         except Exception as exc:
             raise InvalidProgramException(
                 f"Cannot serialize the generator function '{name}' of DataGeneratorSource: "

@@ -112,7 +112,7 @@ def _generator_indices(spark: Any, ranges: list[GeneratorRange]) -> Any:
 
 def _generate(spark: Any, source: DataGeneratorSource, ranges: list[GeneratorRange]) -> SourceRead:
     """``generator_function(index)`` over the ranges' indices, in Spark's Python workers."""
-    from flintlock.runtime.spark.python_ops import map_fn
+    from flintlock.runtime.spark.python_ops import generator_fn
     from flintlock.runtime.spark.schema import arrow_schema, parse_ddl
 
     struct = parse_ddl(spark, source.schema)
@@ -120,7 +120,7 @@ def _generate(spark: Any, source: DataGeneratorSource, ranges: list[GeneratorRan
     if not ranges:
         return SourceRead(spark.createDataFrame([], schema=struct))
     df = _generator_indices(spark, ranges)
-    mapped = df.mapInArrow(map_fn(source.function, arrow_schema(struct)), struct)
+    mapped = df.mapInArrow(generator_fn(source.function, arrow_schema(struct)), struct)
     return SourceRead(mapped, sum(r.end - r.start for r in ranges))
 
 

@@ -97,3 +97,26 @@ def test_a_payload_that_cannot_be_unpickled_names_the_function_and_is_not_kept(
     with pytest.raises(python_ops.UserFunctionError, match="user function 'broken' cannot be"):
         python_ops._load("broken", b"not a pickle")
     assert not python_ops._loaded
+
+
+def test_a_generator_function_gets_each_index_and_may_return_tuples_dicts_or_rows() -> None:
+    import pyarrow as pa
+    from pyspark.sql import Row
+
+    from flintlock.runtime.operators.specs import SerializedFunction
+
+    schema = pa.schema([("id", pa.int64()), ("word", pa.string())])
+    batch = pa.record_batch([pa.array([3, 4, 5], pa.int64())], names=["index"])
+
+    def run(fn: Any) -> list[dict[str, Any]]:
+        gen = python_ops.generator_fn(SerializedFunction("gen", cloudpickle.dumps(fn)), schema)
+        return [row for out in gen(iter([batch])) for row in out.to_pylist()]
+
+    expected = [{"id": i, "word": f"w{i}"} for i in (3, 4, 5)]
+    assert run(lambda i: (i, f"w{i}")) == expected  # tuples: the transposing fast path
+    assert run(lambda i: {"word": f"w{i}", "id": i}) == expected  # by name
+    assert run(lambda i: Row(word=f"w{i}", id=i)) == expected
+    with pytest.raises(ValueError, match="has 1 fields; the output schema has 2"):
+        run(lambda i: (i,))
+    with pytest.raises(python_ops.UserFunctionError, match="user function 'gen' failed"):
+        run(lambda i: 1 // 0)
