@@ -129,6 +129,18 @@ def test_a_generator_catches_up_what_fell_due_while_it_ran_but_only_a_second_of_
     assert epochs.next_epoch(7.0, busy_s=2.0).splits == (GeneratorRange(split, 101, 301),)
 
 
+def test_a_generator_behind_its_rate_emits_max_records_per_epoch_and_the_rest_stays_due() -> None:
+    source = DataGeneratorSource(_gen, None, RateLimiterStrategy.per_second(100), "id long, w string")
+    (split,) = source.enumerate_splits(1)[0]
+    epochs = epoch_source(source, (split,), min_interval_s=0.1, max_records=150)
+    assert epochs.next_epoch(0.0).splits == (GeneratorRange(split, 0, 1),)
+    # a 3-s epoch: 300 fell due, of which one epoch takes 150
+    assert epochs.next_epoch(3.0, busy_s=3.0).splits == (GeneratorRange(split, 1, 151),)
+    # the 150 left out were not a stall: still due, with what fell due since (160 in all)
+    assert epochs.next_epoch(3.1, busy_s=0.1).splits == (GeneratorRange(split, 151, 301),)
+    assert epochs.next_epoch(3.2, busy_s=0.1).splits == (GeneratorRange(split, 301, 321),)
+
+
 def test_a_monitored_directory_yields_each_new_file_once_to_one_subtask(tmp_path: Path) -> None:
     source = FileSource.text(str(tmp_path)).monitor_continuously(datetime.timedelta(seconds=1))
     assert not source.bounded and "monitored every 1000 ms" in source.describe()

@@ -8,10 +8,12 @@ there was nothing to read. Pure apart from listing files; no Spark.
 - ``DataGeneratorSource``: ``GeneratorRange(split, start, end)`` = positions ``[start, end)`` of
   the subtask's index sequence; rate-limited sources emit what is due since the subtask started
   (``rows_per_second / parallelism`` per second), at least ``min_interval_s`` apart (Flink's
-  ``execution.buffer-timeout`` plays this role), unlimited ones at most ``max_records`` per epoch.
+  ``execution.buffer-timeout`` plays this role), unlimited ones ``max_records`` per epoch.
   What falls due while the previous epoch ran is emitted (Flink's source thread, busy emitting,
   finds its permits ready), plus at most one second's worth of a stall (back pressure, a slow
-  start), as Flink's Guava rate limiter stores at most one second of permits.
+  start), as Flink's Guava rate limiter stores at most one second of permits. No epoch holds more
+  than ``max_records``: what a rate-limited source could not emit for that bound stays due (it was
+  busy, not stalled) and goes into its next epochs.
 - A monitored ``FileSource``: the files that appeared since the last listing, listed at most every
   ``discovery_interval_ms``; each file is read once.
 - ``SocketTextSource``: the complete lines that arrived since the last epoch
@@ -39,8 +41,11 @@ from flintlock.connectors.socket import SocketLines, SocketSplit, SocketTextSour
 
 __all__ = ["Epoch", "EpochSource", "GeneratorRange", "epoch_source", "estimated_bytes"]
 
-#: most records one epoch of an unlimited generator produces
-MAX_EPOCH_RECORDS = 200_000
+#: most records one generator epoch produces (an unlimited generator's epoch; a rate-limited one's
+#: when it is behind its rate). An epoch is one Spark job per vertex, whose fixed cost (~0.15 CPU-s
+#: on the embedded server) this bound amortizes: events at 400,000/s offered for 60 s reached
+#: 230-242k/s with 200,000, 300-362k/s with this (docs/design.md, "Epoch size under overload")
+MAX_EPOCH_RECORDS = 1_000_000
 #: assumed in-memory bytes of a record of unknown size (generated, or held in state), and per
 #: byte of a file (Parquet compresses ~4x)
 ESTIMATED_ROW_BYTES = 128
@@ -112,6 +117,8 @@ class _GeneratorEpochs(EpochSource):
     last_epoch_s: float = float("-inf")
     min_interval_s: float = 0.1
     max_records: int = MAX_EPOCH_RECORDS
+    #: records that were due but left out of the last epoch by ``max_records``: still due
+    carried: int = 0
 
     def next_epoch(self, now_s: float, busy_s: float = 0.0) -> Epoch:
         size = self.split.size()
@@ -131,10 +138,11 @@ class _GeneratorEpochs(EpochSource):
                 return Epoch(wait_s=max(0.001, self.position / rate - (now_s - self.started_s)))
             # what fell due while the last epoch ran, plus at most one second's worth of a
             # stall (back pressure), as Flink's Guava rate limiter stores one second of permits
-            burst = max(1, int(rate * (1.0 + max(0.0, busy_s))))
+            burst = max(1, int(rate * (1.0 + max(0.0, busy_s)))) + self.carried
             if due > burst:
                 self.started_s += (due - burst) / rate
                 due = burst
+            self.carried = max(0, due - self.max_records)
             due = min(due, self.max_records)
         end = self.position + due if size is None else min(size, self.position + due)
         epoch = Epoch((GeneratorRange(self.split, self.position, end),),
