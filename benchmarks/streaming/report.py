@@ -342,6 +342,8 @@ def render(doc: dict[str, Any], source: str, memory: dict[str, Any] | None = Non
         + " RSS: the process tree of each system (JVMs and Python workers), sampled every second; "
         "growth: the least-squares slope over the second half of the sustained run.", "",
     ]
+    if doc.get("note"):
+        lines += [f"This run: {doc['note']}.", ""]
     for workload, data in loads.items():
         lines += _workload_section(doc, workload, data)
     if "merged" in doc:

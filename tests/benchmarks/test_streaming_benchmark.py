@@ -275,6 +275,14 @@ def test_report_renders_every_workload_system_and_target() -> None:
     assert "+0.5 MiB/min over 60 s | open (needs a 600 s run) |" in text
 
 
+def test_report_quotes_the_runs_note_before_the_workloads() -> None:
+    assert "This run:" not in report.render(_doc(), "x.json")
+    doc = {**_doc(), "note": "a slower hour"}
+    text = report.render(doc, "x.json")
+    assert "This run: a slower hour." in text
+    assert text.index("This run: a slower hour.") < text.index("## events")
+
+
 def test_report_says_when_a_max_rate_run_wrote_nothing() -> None:
     doc = _doc()
     base = doc["workloads"]["flights"]["systems"]["structured-streaming"]
