@@ -20,6 +20,7 @@ from flintlock.connectors.exceptions import SinkException, SourceException
 from flintlock.connectors.file import FileSink, FileSource, FileSplit
 from flintlock.connectors.sinks import CollectSink, PrintSink
 from flintlock.connectors.socket import SocketLines, SocketTextSource
+from flintlock.runtime.spark.connect_plans import observe
 from flintlock.runtime.spark.epoch_sources import GeneratorRange
 from flintlock.runtime.spark.parquet_schema import spark_schema
 from flintlock.runtime.spark.schema import to_arrow
@@ -211,7 +212,7 @@ def write_sink(
 
         target = sink.temporary_dir(job_id, attempt)
         observation = Observation(f"rows_{abs(hash(target))}")
-        observed = df.observe(observation, F.count(F.lit(1)).alias("rows"))
+        observed = observe(df, observation, F.count(F.lit(1)).alias("rows"))
         writer = observed.write.mode("append" if append else "overwrite").format(sink.format).options(**sink.options)
         run(lambda: writer.save(target))
         try:

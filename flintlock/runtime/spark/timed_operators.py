@@ -42,6 +42,7 @@ from flintlock.runtime.operators.time_specs import (
 )
 from flintlock.runtime.shuffle.layout import filesystem_and_path
 from flintlock.runtime.spark import keyed_process as K
+from flintlock.runtime.spark.connect_plans import observe, select_except
 from flintlock.runtime.spark.errors import OperatorException
 from flintlock.runtime.spark.schema import ddl_field_types
 from flintlock.runtime.spark.window_ops import (
@@ -50,6 +51,7 @@ from flintlock.runtime.spark.window_ops import (
     NEXT,
     STATE_COLUMNS,
     EpochTimes,
+    aggregate_names,
     event_time_millis,
     input_ddl_of,
     window_epoch,
@@ -307,8 +309,8 @@ class TimedOperators:
         if st.time_column is None:
             st.time_column = event_time_millis(df, spec.time_column or ROWTIME_COLUMN, where)
         st.observation = Observation()
-        return df.observe(st.observation, F.max(st.time_column).alias("mx"),
-                          F.count(F.lit(1)).alias("n"))
+        return observe(df, st.observation, F.max(st.time_column).alias("mx"),
+                       F.count(F.lit(1)).alias("n"))
 
     def _window(self, index: int, st: _Node, spec: WindowSpec, df: Any, where: str) -> Any:
         from pyspark.sql import functions as F
@@ -323,7 +325,10 @@ class TimedOperators:
         state_ddl = f"{st.input_ddl}, {_WINDOW_STATE}"
         self._check_restored(index, st, state_ddl)
         state = st.table.read(self.spark) if st.table is not None else None
-        result = window_epoch(self.spark, df, state, spec, times, st.input_ddl, st.time_column)
+        if spec.function == "agg" and "aggregate_names" not in st.extra:
+            st.extra["aggregate_names"] = aggregate_names(df, spec)  # once: a round trip
+        result = window_epoch(self.spark, df, state, spec, times, st.input_ddl, st.time_column,
+                              st.extra.get("aggregate_names"))
         if spec.late_tag and result.late is not None:
             self.side[(index, spec.late_tag)] = result.late
         st.watermark = max(st.watermark, times.now)
@@ -393,11 +398,13 @@ class TimedOperators:
                drop: tuple[str, ...] = ()) -> dict[str, Any]:
         """Write ``df`` without its ``drop`` columns as the next version of ``table``, observing
         ``rows`` (the state rows it holds) and ``marks`` (aliased aggregates) on the way;
-        returns what was observed."""
+        returns what was observed. With ``drop``, ``ddl`` names the columns written."""
         from pyspark.sql import Observation
 
         obs = Observation()
-        observed = df.observe(obs, rows.alias("rows"), *marks).drop(*drop)
+        observed = observe(df, obs, rows.alias("rows"), *marks)
+        if drop:
+            observed = select_except(observed, ddl_field_types(ddl), drop)
         writer = observed.write.mode("overwrite")
         if partition_by:
             writer = writer.partitionBy(partition_by)

@@ -34,12 +34,13 @@ import pyarrow as pa
 
 from flintlock.runtime.operators.time_specs import WindowSpec
 from flintlock.runtime.shuffle.pipelined import MAX_WATERMARK
+from flintlock.runtime.spark.connect_plans import col, select_except, with_columns
 from flintlock.runtime.spark.errors import OperatorException
 from flintlock.runtime.spark.python_ops import _load, _rows, _to_batch, _values
-from flintlock.runtime.spark.schema import arrow_schema, parse_ddl, struct_to_ddl
+from flintlock.runtime.spark.schema import arrow_schema, ddl_field_types, parse_ddl, struct_to_ddl
 
 __all__ = ["MAX_WATERMARK", "MIN_WATERMARK", "NEXT", "STATE_COLUMNS", "EpochTimes", "WindowEpoch",
-           "event_time_millis", "input_ddl_of", "window_epoch"]
+           "aggregate_names", "event_time_millis", "input_ddl_of", "window_epoch"]
 
 MIN_WATERMARK = -(2**63)
 #: internal columns: event time, window start and end (ms), "arrived in this epoch"
@@ -97,21 +98,23 @@ def event_time_millis(df: Any, column: str, where: str) -> Any:
         non_recoverable=True)
 
 
-def _assign(df: Any, spec: WindowSpec) -> Any:
-    """Rows with ``__ws``/``__we`` (tumbling, sliding); sessions get them in ``_sessions``."""
+def _assign(df: Any, spec: WindowSpec, columns: list[str]) -> Any:
+    """Rows (``df``'s ``columns``) with ``__ws``/``__we`` (tumbling, sliding) or both null
+    (sessions get them in ``_sessions``)."""
     from pyspark.sql import functions as F
 
     a = spec.assigner
     if a.kind == "session":
-        return df.withColumn(WS, F.lit(None).cast("long")).withColumn(WE, F.lit(None).cast("long"))
+        return with_columns(df, columns, {WS: F.lit(None).cast("long"),
+                                          WE: F.lit(None).cast("long")})
     last_start = F.col(T) - F.pmod(F.col(T) - F.lit(a.offset_ms), F.lit(a.slide_ms))
     if a.kind == "sliding" and a.size_ms > a.slide_ms:
         n = a.size_ms // a.slide_ms
-        df = (df.withColumn("__i", F.explode(F.sequence(F.lit(0), F.lit(n - 1))))
-              .withColumn(WS, last_start - F.col("__i") * F.lit(a.slide_ms)).drop("__i"))
-    else:
-        df = df.withColumn(WS, last_start)
-    return df.withColumn(WE, F.col(WS) + F.lit(a.size_ms))
+        df = with_columns(df, columns, {"__i": F.explode(F.sequence(F.lit(0), F.lit(n - 1)))})
+        start = last_start - F.col("__i") * F.lit(a.slide_ms)
+        return select_except(with_columns(df, [*columns, "__i"], {
+            WS: start, WE: start + F.lit(a.size_ms)}), [*columns, "__i", WS, WE], ("__i",))
+    return with_columns(df, columns, {WS: last_start, WE: last_start + F.lit(a.size_ms)})
 
 
 def _last_end(spec: WindowSpec) -> Any:
@@ -157,7 +160,8 @@ def _epoch_times(spark: Any, times: EpochTimes) -> Any:
 
 
 def window_epoch(spark: Any, new: Any, state: Any, spec: WindowSpec, times: EpochTimes,
-                 input_ddl: str, time_millis: Any = None) -> WindowEpoch:
+                 input_ddl: str, time_millis: Any = None,
+                 aggregate_names: list[str] | None = None) -> WindowEpoch:
     """One epoch of a window operator (see the module docstring).
 
     Args:
@@ -166,45 +170,70 @@ def window_epoch(spark: Any, new: Any, state: Any, spec: WindowSpec, times: Epoc
         input_ddl: DDL of the input columns (reduce results keep them).
         time_millis: the rows' event time in ms (``event_time_millis``, resolved once by the
             caller); None for processing-time windows.
+        aggregate_names: an ``agg`` window's aggregate column names (``aggregate_names``).
+
+    Every column is named in ``select`` projections (``connect_plans``): no plan step makes the
+    Spark Connect server analyze its input again.
+
+    Raises:
+        ValueError: an ``agg`` window without ``aggregate_names``.
     """
     from pyspark.sql import functions as F
 
+    names = list(ddl_field_types(input_ddl))
     lateness = F.lit(spec.allowed_lateness_ms).cast("long")
     epoch = F.broadcast(_epoch_times(spark, times))
-    rows = new.crossJoin(epoch)
     before, now = F.col(BEFORE), F.col(NOW)
-    rows = rows.withColumn(T, time_millis if spec.assigner.event_time else F.col(CLOCK))
+    columns = [*names, *TIME_COLUMNS]
+    rows = with_columns(new.crossJoin(epoch), columns,
+                        {T: time_millis if spec.assigner.event_time else F.col(CLOCK)})
+    columns.append(T)
     is_late = _last_end(spec) - 1 + lateness <= before
-    late = rows.filter(is_late).drop(T, *TIME_COLUMNS) if spec.late_tag else None
-    rows = _assign(rows.filter(~is_late), spec).withColumn(NEW, F.lit(True))
+    late = select_except(rows.filter(is_late), names, ()) if spec.late_tag else None
+    rows = _assign(rows.filter(~is_late), spec, columns)
+    columns += [WS, WE]
+    rows = with_columns(rows, columns, {NEW: F.lit(True)})
+    columns.append(NEW)
     if spec.assigner.kind == "sliding":  # drop the late windows of a row that has on-time ones
         rows = rows.filter(F.col(WE) - 1 + lateness > before)
     if state is not None:
-        rows = rows.unionByName(state.withColumn(NEW, F.lit(False)).crossJoin(epoch))
+        state_rows = with_columns(state, [*names, *STATE_COLUMNS], {NEW: F.lit(False)})
+        rows = rows.unionByName(state_rows.crossJoin(epoch))
     if spec.assigner.kind == "session":
-        rows = _sessions(rows.drop(WS, WE), spec)
+        rows = _sessions(select_except(rows, columns, (WS, WE)), spec)
     fires = (F.col(WE) - 1 <= now) & ((F.col(WE) - 1 > before) | F.col("__has_new"))
-    keep = rows.filter(F.col(WE) - 1 + lateness > now).drop(NEW)
     next_time = F.when(F.col(WE) - 1 > now, F.col(WE) - 1).otherwise(F.col(WE) - 1 + lateness)
-    keep = keep.withColumn(NEXT, next_time).drop(*TIME_COLUMNS)
+    keep = with_columns(rows.filter(F.col(WE) - 1 + lateness > now),
+                        [*names, *STATE_COLUMNS], {NEXT: next_time})
     group = [*spec.keys, WS, WE, *TIME_COLUMNS]  # the times are one value per epoch
     if spec.function == "agg":
+        if aggregate_names is None:
+            raise ValueError("an agg window needs its aggregate_names")
         fired = (rows.groupBy(*group).agg(*spec.aggregates, F.max(NEW).alias("__has_new"))
-                 .filter(fires).drop("__has_new", *TIME_COLUMNS))
-        output = _window_columns(fired)
+                 .filter(fires))
+        output = _window_columns(fired, [*spec.keys, WS, WE, *aggregate_names])
     else:
         windows = rows.groupBy(*group).agg(F.max(NEW).alias("__has_new")).filter(fires)
-        members = rows.join(windows.select(*group), on=group, how="left_semi").drop(*TIME_COLUMNS)
+        members = select_except(rows.join(windows.select(*group), on=group, how="left_semi"),
+                                [*names, T, WS, WE, NEW], ())
         output = _apply_function(spark, members, spec, input_ddl, times)
     return WindowEpoch(output, keep, late)
 
 
-def _window_columns(df: Any) -> Any:
+def aggregate_names(df: Any, spec: WindowSpec) -> list[str]:
+    """The names of an ``agg`` window's aggregate columns over input ``df`` (one analysis round
+    trip; the caller keeps them for the operator's later epochs)."""
+    return df.groupBy(*spec.keys).agg(*spec.aggregates).columns[len(spec.keys):]
+
+
+def _window_columns(df: Any, columns: list[str]) -> Any:
+    """``df`` (``columns``) with ``__ws``/``__we`` as TIMESTAMP ``window_start``/``window_end``
+    in their place, in one projection."""
     from pyspark.sql import functions as F
 
-    return (df.withColumn(WS, F.timestamp_millis(F.col(WS)))
-            .withColumn(WE, F.timestamp_millis(F.col(WE)))
-            .withColumnsRenamed({WS: "window_start", WE: "window_end"}))
+    renamed = {WS: "window_start", WE: "window_end"}
+    return df.select(*[F.timestamp_millis(F.col(c)).alias(renamed[c]) if c in renamed
+                       else col(c) for c in columns])
 
 
 def _apply_function(spark: Any, members: Any, spec: WindowSpec, input_ddl: str,
@@ -215,7 +244,8 @@ def _apply_function(spark: Any, members: Any, spec: WindowSpec, input_ddl: str,
         ddl = f"{input_ddl}, `{WS}` bigint, `{WE}` bigint"
         struct = parse_ddl(spark, ddl)
         fn = _reduce_window(spec.fn.name, spec.fn.payload, arrow_schema(struct))
-        return _window_columns(members.groupBy(*group).applyInArrow(fn, struct))
+        return _window_columns(members.groupBy(*group).applyInArrow(fn, struct),
+                               [*ddl_field_types(input_ddl), WS, WE])
     struct = parse_ddl(spark, spec.output_schema)
     fn = _process_window(spec.fn.name, spec.fn.payload, arrow_schema(struct), len(spec.keys),
                          times.now)
