@@ -71,8 +71,10 @@ FORMATS = {"flintlock": "parquet", "flintlock-checkpoints-1s": "parquet",
            "flintlock-checkpoints-10s": "parquet", "structured-streaming": "parquet",
            "structured-streaming-rate": "parquet", "pyflink": "json"}
 REPO = Path(__file__).resolve().parents[2]
-#: a run may take 3x its length plus this (seconds: JVM start, draining) before it is killed
-RUN_GRACE_S = 120.0
+#: a run may take 3x its length plus this (seconds: JVM start, draining) before it is killed; a
+#: max-rate run drains everything offered (at 600,000/s for 60 s, flintlock's flights drain
+#: took ~270 s)
+RUN_GRACE_S = 300.0
 
 
 def _label(proc: psutil.Process) -> str:
