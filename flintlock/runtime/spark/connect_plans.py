@@ -43,9 +43,10 @@ def observe(df: Any, observation: Any, *exprs: Any) -> Any:
 
 
 def with_columns(df: Any, columns: Iterable[str], added: Mapping[str, Any]) -> Any:
-    """``df`` with the ``added`` columns (name -> Column) appended or, where a name is already
-    one of ``columns`` (``df``'s column names, in order), replaced in place: what
-    ``df.withColumns(added)`` returns, as one ``select``."""
+    """``df``'s ``columns`` (names, in order) with the ``added`` columns (name -> Column)
+    appended or, where a name is one of ``columns``, replaced in place, as one ``select``: what
+    ``df.withColumns(added)`` returns when ``columns`` are all of ``df``'s; columns of ``df`` not
+    listed are left out."""
     names = list(columns)
     kept = [added[n].alias(n) if n in added else col(n) for n in names]
     return df.select(*kept, *[c.alias(n) for n, c in added.items() if n not in names])

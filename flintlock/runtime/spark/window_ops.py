@@ -111,9 +111,8 @@ def _assign(df: Any, spec: WindowSpec, columns: list[str]) -> Any:
     if a.kind == "sliding" and a.size_ms > a.slide_ms:
         n = a.size_ms // a.slide_ms
         df = with_columns(df, columns, {"__i": F.explode(F.sequence(F.lit(0), F.lit(n - 1)))})
-        start = last_start - F.col("__i") * F.lit(a.slide_ms)
-        return select_except(with_columns(df, [*columns, "__i"], {
-            WS: start, WE: start + F.lit(a.size_ms)}), [*columns, "__i", WS, WE], ("__i",))
+        start = last_start - F.col("__i") * F.lit(a.slide_ms)  # "__i" is not kept
+        return with_columns(df, columns, {WS: start, WE: start + F.lit(a.size_ms)})
     return with_columns(df, columns, {WS: last_start, WE: last_start + F.lit(a.size_ms)})
 
 
