@@ -99,20 +99,22 @@ def test_a_payload_that_cannot_be_unpickled_names_the_function_and_is_not_kept(
     assert not python_ops._loaded
 
 
-def test_a_generator_function_gets_each_index_and_may_return_tuples_dicts_or_rows() -> None:
+def test_a_generator_function_gets_each_index_of_its_slices_and_may_return_tuples_dicts_or_rows() -> None:
     import pyarrow as pa
     from pyspark.sql import Row
 
     from flintlock.runtime.operators.specs import SerializedFunction
 
     schema = pa.schema([("id", pa.int64()), ("word", pa.string())])
-    batch = pa.record_batch([pa.array([3, 4, 5], pa.int64())], names=["index"])
+    # positions 1..2 of subtask 1 of 2 (indices 3, 5), then position 4 of subtask 0 of 1
+    batch = pa.record_batch([pa.array(v, pa.int64()) for v in ([1, 4], [3, 5], [2, 1], [1, 0])],
+                            names=["start", "end", "p", "s"])
 
     def run(fn: Any) -> list[dict[str, Any]]:
         gen = python_ops.generator_fn(SerializedFunction("gen", cloudpickle.dumps(fn)), schema)
         return [row for out in gen(iter([batch])) for row in out.to_pylist()]
 
-    expected = [{"id": i, "word": f"w{i}"} for i in (3, 4, 5)]
+    expected = [{"id": i, "word": f"w{i}"} for i in (3, 5, 4)]
     assert run(lambda i: (i, f"w{i}")) == expected  # tuples: the transposing fast path
     assert run(lambda i: {"word": f"w{i}", "id": i}) == expected  # by name
     assert run(lambda i: Row(word=f"w{i}", id=i)) == expected
