@@ -409,7 +409,8 @@ class SparkStreamingTask(SparkStreamTask):
         self.stats.bytes_in += tc.bytes_in
         written = self._write_outputs(chain, tc, writers, schemas, fmt)
         self._write_sinks(tc, committables, collected)
-        timed.write_state()  # after the outputs: fired windows reach them one Spark job sooner
+        # after the outputs: fired windows reach them one Spark job sooner
+        timed.write_state(small=fmt == ARROW)
         timed.end_epoch()  # what the watermark assigners saw in this epoch's rows
         watermark = timed.output_watermark(ended)
         for i, loc in written:

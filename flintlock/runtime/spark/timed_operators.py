@@ -16,7 +16,12 @@ segment. Either way a version is the state after a whole epoch. ``due()`` says w
 or window is due although no input arrived (a timer epoch over empty input).
 
 State tables: ``<state_uri>/<node index>/v-<n>`` (Parquet written by Spark); version n is the
-state after the task's n-th stateful epoch. A checkpoint copies the current version of each
+state after the task's n-th stateful epoch. A window node's version from a small epoch (one whose
+input and state are estimated below the Arrow segment threshold, as for its output segments) is
+instead collected by one Spark job and written by the task as one Arrow IPC file,
+``v-<n>/state.arrow``, read back as a local relation: a Parquet write of a few rows is mostly
+fixed cost (the file commit protocol), as an Arrow segment's measurements showed
+(``arrow_segments``). A checkpoint copies the current version of each
 operator into the checkpoint directory (``snapshot``: files copied, no Spark job; Flink's full
 snapshot of a ``HashMapStateBackend``); a restored attempt reads that copy as its version 0
 (``restore``) and never deletes it.
@@ -42,9 +47,10 @@ from flintlock.runtime.operators.time_specs import (
 )
 from flintlock.runtime.shuffle.layout import filesystem_and_path
 from flintlock.runtime.spark import keyed_process as K
+from flintlock.runtime.spark.arrow_segments import read_arrow_segments, write_arrow_file
 from flintlock.runtime.spark.connect_plans import observe, select_except
 from flintlock.runtime.spark.errors import OperatorException
-from flintlock.runtime.spark.schema import ddl_field_types
+from flintlock.runtime.spark.schema import ddl_field_types, to_arrow
 from flintlock.runtime.spark.window_ops import (
     MAX_WATERMARK,
     MIN_WATERMARK,
@@ -57,7 +63,10 @@ from flintlock.runtime.spark.window_ops import (
     window_epoch,
 )
 
-__all__ = ["StateTable", "TimedOperators"]
+__all__ = ["ARROW_STATE_FILE", "StateTable", "TimedOperators"]
+
+#: the file of a state version kept as Arrow IPC (``StateTable``)
+ARROW_STATE_FILE = "state.arrow"
 
 
 class StateTable:
@@ -68,6 +77,8 @@ class StateTable:
         self.version = -1
         self.rows = 0
         self.ddl = ""
+        #: the current version is one Arrow IPC file (``ARROW_STATE_FILE``), not Parquet
+        self.arrow = False
 
     def path(self, version: int) -> str:
         return f"{self.uri}/v-{version}"
@@ -85,18 +96,24 @@ class StateTable:
         if not _copy_tree(checkpointed, self.path(0)) and rows:
             raise FileNotFoundError(f"checkpointed state {checkpointed} of {rows} rows is missing")
         self.version, self.rows, self.ddl = 0, rows, ddl
+        fs, path = filesystem_and_path(f"{self.path(0)}/{ARROW_STATE_FILE}")
+        self.arrow = fs.get_file_info(path).is_file
 
     def read(self, spark: Any, sub: str = "") -> Any:
         """The newest version (None when empty)."""
         if self.rows == 0 or not self.ddl:
             return None
+        if self.arrow:
+            return read_arrow_segments(spark, [f"{self.path(self.version)}/{ARROW_STATE_FILE}"],
+                                       self.ddl)
         return spark.read.schema(self.ddl).parquet(self.path(self.version) + sub)
 
-    def committed(self, rows: int, ddl: str) -> None:
-        """Version ``version + 1`` was written with ``rows`` rows; drop the one before the
-        previous (the previous may still be read by the epoch's outputs)."""
+    def committed(self, rows: int, ddl: str, arrow: bool = False) -> None:
+        """Version ``version + 1`` was written with ``rows`` rows (as Arrow IPC with ``arrow``);
+        drop the one before the previous (the previous may still be read by the epoch's
+        outputs)."""
         self.version += 1
-        self.rows, self.ddl = rows, ddl or self.ddl
+        self.rows, self.ddl, self.arrow = rows, ddl or self.ddl, arrow
         if self.version >= 2:
             fs, path = filesystem_and_path(self.path(self.version - 2))
             try:
@@ -144,7 +161,7 @@ class TimedOperators:
         self.processing_time = 0
         self.fire_processing_until = 0
         #: state writes of this epoch's window nodes, run by ``write_state``
-        self._deferred: list[Callable[[], None]] = []
+        self._deferred: list[Callable[[bool], None]] = []
 
     def prepare(self, chain: S.OperatorChain) -> None:
         """Know the chain's watermark assigners before their first epoch (an idle source's
@@ -170,13 +187,14 @@ class TimedOperators:
         self.side.clear()
         self._deferred.clear()
 
-    def write_state(self) -> None:
+    def write_state(self, small: bool = False) -> None:
         """Write the new state versions of the epoch's window nodes (after the epoch's outputs
         and sinks were written: their plans read the version before, which ``StateTable``
-        keeps until the next one is committed)."""
+        keeps until the next one is committed); ``small``: the epoch's input and state are
+        estimated below the Arrow segment threshold, so the versions are Arrow IPC files."""
         pending, self._deferred = self._deferred, []
         for write in pending:
-            write()
+            write(small)
 
     def end_epoch(self) -> None:
         """After the epoch's outputs were written: read what the assigners observed."""
@@ -334,9 +352,10 @@ class TimedOperators:
         st.watermark = max(st.watermark, times.now)
         table = st.table
         if table is not None:
-            def write() -> None:
+            def write(small: bool) -> None:
                 seen = self._write(table, result.state, F.count(F.lit(1)),
-                                   F.min(NEXT).alias("next"), ddl=state_ddl, drop=(NEXT,))
+                                   F.min(NEXT).alias("next"), ddl=state_ddl, drop=(NEXT,),
+                                   arrow=small)
                 if spec.assigner.event_time:
                     st.next_event = seen.get("next")
                 else:
@@ -395,24 +414,32 @@ class TimedOperators:
 
     def _write(self, table: StateTable, df: Any, rows: Any, *marks: Any,
                partition_by: str | None = None, ddl: str = "",
-               drop: tuple[str, ...] = ()) -> dict[str, Any]:
+               drop: tuple[str, ...] = (), arrow: bool = False) -> dict[str, Any]:
         """Write ``df`` without its ``drop`` columns as the next version of ``table``, observing
         ``rows`` (the state rows it holds) and ``marks`` (aliased aggregates) on the way;
-        returns what was observed. With ``drop``, ``ddl`` names the columns written."""
+        returns what was observed. With ``drop``, ``ddl`` names the columns written. With
+        ``arrow`` (and no ``partition_by``), the version is collected and written as one Arrow
+        IPC file (``ARROW_STATE_FILE``)."""
         from pyspark.sql import Observation
 
         obs = Observation()
         observed = observe(df, obs, rows.alias("rows"), *marks)
         if drop:
             observed = select_except(observed, ddl_field_types(ddl), drop)
-        writer = observed.write.mode("overwrite")
-        if partition_by:
-            writer = writer.partitionBy(partition_by)
-        self.run(lambda: writer.parquet(table.path(table.version + 1)))
+        arrow = arrow and not partition_by
+        target = table.path(table.version + 1)
+        if arrow:
+            collected = self.run(lambda: to_arrow(observed))
+            write_arrow_file(collected, f"{target}/{ARROW_STATE_FILE}")
+        else:
+            writer = observed.write.mode("overwrite")
+            if partition_by:
+                writer = writer.partitionBy(partition_by)
+            self.run(lambda: writer.parquet(target))
         seen = dict(obs.get)
         if not table.ddl and not ddl:
             ddl = input_ddl_of(df)
-        table.committed(int(seen.get("rows") or 0), ddl)
+        table.committed(int(seen.get("rows") or 0), ddl, arrow)
         return seen
 
 

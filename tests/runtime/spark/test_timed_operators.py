@@ -52,11 +52,13 @@ def _window_op(spark: Any, tmp_path: Path, assigner: Any, lateness: int = 0,
 
 def _epoch(ops: TimedOperators, node: ChainedNode, spark: Any, rows: list[tuple[Any, ...]],
            watermark: int, now: int = 0, schema: str = SCHEMA,
-           end: bool = False) -> list[tuple[Any, ...]]:
+           end: bool = False, small: bool = False) -> list[tuple[Any, ...]]:
+    """One epoch; ``small``: an epoch the task would write Arrow segments for (window state
+    versions are then Arrow IPC files)."""
     ops.begin_epoch(watermark, now, end_of_input=end)
     out = ops.apply(0, node, spark.createDataFrame(rows, schema), "window")
     result = [tuple(r) for r in out.collect()]
-    ops.write_state()  # after the outputs, as the streaming task does
+    ops.write_state(small)  # after the outputs, as the streaming task does
     ops.end_epoch()
     return sorted(result)
 
@@ -69,22 +71,30 @@ def _fired(rows: list[tuple[Any, ...]]) -> list[tuple[str, int, int, int, int]]:
     return sorted((k, _ms(ws), _ms(we), n, s) for k, ws, we, n, s in rows)
 
 
+@pytest.mark.parametrize("small", [False, True], ids=["parquet-state", "arrow-state"])
 def test_tumbling_windows_fire_at_the_watermark_and_again_for_rows_within_lateness(
-        spark: Any, tmp_path: Path) -> None:
+        spark: Any, tmp_path: Path, small: bool) -> None:
     ops, node = _window_op(spark, tmp_path, TumblingEventTimeWindows.of(1000), lateness=500,
                            late_tag="late")
     late_node = ChainedNode(OperatorID.generate(), "late", SideOutputSpec("late"), chained_input=0)
     # epoch 1: rows of [0, 1000) and [1000, 2000); the watermark 998 fires nothing yet
-    assert _epoch(ops, node, spark, [("a", 1, 10), ("a", 2, 990), ("a", 4, 1500)], 998) == []
+    assert _epoch(ops, node, spark, [("a", 1, 10), ("a", 2, 990), ("a", 4, 1500)], 998,
+                  small=small) == []
     assert ops.nodes[0].table.rows == 3
+    assert ops.nodes[0].table.arrow == small
+    version = Path(ops.nodes[0].table.path(0))
+    assert (version / "state.arrow").is_file() == small
+    assert bool(list(version.glob("*.parquet"))) != small
     # epoch 2: no rows; watermark 999 = end - 1 of [0, 1000): it fires once
-    assert _fired(_epoch(ops, node, spark, [], 999)) == [("a", 0, 1000, 2, 3)]
+    assert _fired(_epoch(ops, node, spark, [], 999, small=small)) == [("a", 0, 1000, 2, 3)]
     # epoch 3: a late row for [0, 1000) within the allowed lateness re-fires it, updated
-    assert _fired(_epoch(ops, node, spark, [("a", 8, 500)], 1200)) == [("a", 0, 1000, 3, 11)]
+    # (the state version before was written the other way: each version has its own format)
+    assert _fired(_epoch(ops, node, spark, [("a", 8, 500)], 1200, small=not small)) == [
+        ("a", 0, 1000, 3, 11)]
     # epoch 4: rows are judged by the watermark before them (1200): the row at 700 is still
     # within lateness and re-fires [0, 1000); the new watermark 1600 then drops that window
-    assert _fired(_epoch(ops, node, spark, [("a", 16, 700), ("b", 32, 1700)], 1600)) == [
-        ("a", 0, 1000, 4, 27)]
+    assert _fired(_epoch(ops, node, spark, [("a", 16, 700), ("b", 32, 1700)], 1600,
+                         small=small)) == [("a", 0, 1000, 4, 27)]
     # epoch 5: [0, 1000) is past end - 1 + lateness (1499 <= 1600): its row is late
     ops.begin_epoch(1700, 0)
     df = spark.createDataFrame([("a", 64, 600)], SCHEMA)
@@ -265,15 +275,18 @@ def test_a_checkpoint_whose_state_files_are_missing_fails_the_restore(
         TimedOperators(spark, lambda f: f(), str(tmp_path / "attempt-1")).restore((handle,))
 
 
+@pytest.mark.parametrize("small", [False, True], ids=["parquet-state", "arrow-state"])
 def test_restored_window_state_fires_and_changed_key_columns_are_refused(
-        spark: Any, tmp_path: Path) -> None:
+        spark: Any, tmp_path: Path, small: bool) -> None:
     ops, node = _window_op(spark, tmp_path, TumblingEventTimeWindows.of(1000))
-    assert _epoch(ops, node, spark, [("a", 2, 100), ("b", 3, 200)], 250) == []
+    assert _epoch(ops, node, spark, [("a", 2, 100), ("b", 3, 200)], 250, small=small) == []
     (handle,) = ops.snapshot(str(tmp_path / "chk-1"), {0: "window"})
     assert handle.kind == "" and handle.rows == 2  # no prepare(chain): kind not known here
+    assert (Path(handle.state_dir) / "state.arrow").is_file() == small
 
     restored, _ = _window_op(spark, tmp_path / "attempt-1", TumblingEventTimeWindows.of(1000))
     restored.restore((handle,))
+    assert restored.nodes[0].table.arrow == small
     fired = _epoch(restored, node, spark, [("a", 5, 300)], 1000)
     assert [(k, n, s) for k, _, _, n, s in fired] == [("a", 2, 7), ("b", 1, 3)]
 
