@@ -22,6 +22,8 @@ have field names, else positional) or a bare value for a one-column schema.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import threading
 from collections import OrderedDict
@@ -91,9 +93,11 @@ def _unpickled(payload: bytes) -> Any:
     return user
 
 
-def _load(name: str, payload: bytes, iterate: bool = False) -> Callable[..., Any]:
+def _load(name: str, payload: bytes, iterate: bool = False,
+          guarded: bool = True) -> Callable[..., Any]:
     """The user function of ``payload`` in the worker (unpickled once per worker process,
-    ``_unpickled``), wrapped so that its errors name it.
+    ``_unpickled``), wrapped so that its errors name it (``guarded``; a caller that catches
+    them around a whole batch itself, ``_failed``, gets the function as it is).
 
     Raises:
         UserFunctionError: the payload cannot be unpickled here.
@@ -104,19 +108,45 @@ def _load(name: str, payload: bytes, iterate: bool = False) -> Callable[..., Any
         raise UserFunctionError(
             f"user function '{name}' cannot be unpickled in the Spark Python worker: {exc}"
         ) from exc
+    if not guarded:
+        return user  # type: ignore[no-any-return]
 
-    def guarded(*args: Any) -> Any:
+    def guarded_call(*args: Any) -> Any:
         try:
             result = user(*args)
             if iterate:
                 return list(result) if result is not None else []
             return result
         except Exception as exc:
-            raise UserFunctionError(
-                f"user function '{name}' failed: {type(exc).__name__}: {exc}"
-            ) from exc
+            raise _failed(name, exc) from exc
 
-    return guarded
+    return guarded_call
+
+
+def _failed(name: str, exc: Exception) -> UserFunctionError:
+    """The error for user function ``name`` raising ``exc``."""
+    return UserFunctionError(f"user function '{name}' failed: {type(exc).__name__}: {exc}")
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a batch of rows is built (as it was).
+
+    The rows (tuples, ``Row`` objects) are containers: every 700 of them start a collection,
+    which traverses every young container, and those alive through a batch are promoted and
+    traversed again by the older generations' collections. Reference counting frees the rows
+    either way; only reference cycles wait for the next collection after the batch. Measured
+    (the streaming benchmark's event function, batches of 16,384 rows): 1,437 -> 657 ns per
+    row to build a batch with the collector paused.
+    """
+    enabled = gc.isenabled()
+    if enabled:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _rows(data: pa.RecordBatch | pa.Table) -> list[Any]:
@@ -177,7 +207,9 @@ def map_fn(fn: SerializedFunction, out_schema: pa.Schema) -> Callable[[Iterator[
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         user = _load(name, payload)
         for batch in batches:
-            yield _to_batch((user(row) for row in _rows(batch)), out_schema)
+            with _cyclic_gc_paused():
+                out = _to_batch([user(row) for row in _rows(batch)], out_schema)
+            yield out
 
     return run
 
@@ -190,14 +222,22 @@ def generator_fn(fn: SerializedFunction, out_schema: pa.Schema) -> Callable[[Ite
     The worker expands the slices itself: Spark neither generates the indices
     (``explode(sequence(...))``) nor sends them to the worker as Arrow. The indices reach ``fn``
     as Python ints, with no ``Row`` per record (4.0 -> 1.4 us per record for the streaming
-    benchmark's event function)."""
+    benchmark's event function). The function is called as it is, its errors caught around
+    the slice (``_failed``), and the cyclic garbage collector waits while a slice's rows are
+    built (``_cyclic_gc_paused``): 1.44 -> 0.66 us per record."""
     name, payload = fn.name, fn.payload
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        user = _load(name, payload)
+        user = _load(name, payload, guarded=False)
         for batch in batches:
             for start, end, p, s in zip(*(c.to_pylist() for c in batch.columns), strict=True):
-                yield _to_batch([user(pos * p + s) for pos in range(start, end)], out_schema)
+                with _cyclic_gc_paused():
+                    try:
+                        rows = [user(pos * p + s) for pos in range(start, end)]
+                    except Exception as exc:
+                        raise _failed(name, exc) from exc
+                    out = _to_batch(rows, out_schema)
+                yield out
 
     return run
 
@@ -209,10 +249,12 @@ def flat_map_fn(fn: SerializedFunction, out_schema: pa.Schema) -> Callable[[Iter
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         user = _load(name, payload, iterate=True)
         for batch in batches:
-            out: list[Any] = []
-            for row in _rows(batch):
-                out.extend(user(row))
-            yield _to_batch(out, out_schema)
+            with _cyclic_gc_paused():
+                out: list[Any] = []
+                for row in _rows(batch):
+                    out.extend(user(row))
+                result = _to_batch(out, out_schema)
+            yield result
 
     return run
 
@@ -224,7 +266,8 @@ def filter_fn(fn: SerializedFunction) -> Callable[[Iterator[pa.RecordBatch]], It
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         user = _load(name, payload)
         for batch in batches:
-            mask = pa.array([bool(user(row)) for row in _rows(batch)], type=pa.bool_())
+            with _cyclic_gc_paused():
+                mask = pa.array([bool(user(row)) for row in _rows(batch)], type=pa.bool_())
             yield batch.filter(mask)
 
     return run
@@ -254,7 +297,9 @@ def timestamp_fn(fn: SerializedFunction, out_schema: pa.Schema) -> Callable[[Ite
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         user = _load(name, payload)
         for batch in batches:
-            stamps = pa.array([int(user(row, -(2**63))) for row in _rows(batch)], type=pa.int64())
+            with _cyclic_gc_paused():
+                stamps = pa.array([int(user(row, -(2**63))) for row in _rows(batch)],
+                                  type=pa.int64())
             yield pa.RecordBatch.from_arrays([*batch.columns, stamps], schema=out_schema)
 
     return run

@@ -122,3 +122,35 @@ def test_a_generator_function_gets_each_index_of_its_slices_and_may_return_tuple
         run(lambda i: (i,))
     with pytest.raises(python_ops.UserFunctionError, match="user function 'gen' failed"):
         run(lambda i: 1 // 0)
+
+
+def test_the_cyclic_garbage_collector_waits_while_a_batch_is_built_and_is_restored() -> None:
+    import gc
+
+    import pyarrow as pa
+
+    from flintlock.runtime.operators.specs import SerializedFunction
+
+    schema = pa.schema([("id", pa.int64()), ("gc", pa.bool_())])
+    batch = pa.record_batch([pa.array(v, pa.int64()) for v in ([0], [3], [1], [0])],
+                            names=["start", "end", "p", "s"])
+
+    def run(fn: Any) -> list[dict[str, Any]]:
+        gen = python_ops.generator_fn(SerializedFunction("gen", cloudpickle.dumps(fn)), schema)
+        return [row for out in gen(iter([batch])) for row in out.to_pylist()]
+
+    def fails(i: int) -> Any:
+        raise KeyError(i)
+
+    assert gc.isenabled()
+    try:
+        assert run(lambda i: (i, gc.isenabled())) == [{"id": i, "gc": False} for i in range(3)]
+        assert gc.isenabled()
+        with pytest.raises(python_ops.UserFunctionError, match="'gen' failed: KeyError: 0"):
+            run(fails)
+        assert gc.isenabled()
+        gc.disable()  # a program that turned it off keeps it off
+        assert run(lambda i: (i, gc.isenabled()))[0]["gc"] is False
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
