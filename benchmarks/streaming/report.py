@@ -41,7 +41,8 @@ PIPELINES: dict[str, dict[str, str]] = {
             "its creation time.",
         "flintlock": "`DataGeneratorSource` -> rebalance -> `with_column` -> `key_by` -> "
                      "`FileSink` Parquet (three vertices, STREAMING, one TaskManager with 2 "
-                     "slots).",
+                     "slots; since 2026-12-01 the sink subtask publishes the Parquet files of "
+                     "the `key_by` exchange as its part files instead of rewriting them).",
         "structured-streaming": "the same Python generator function as flintlock's through a "
                                 "Python streaming data source (`pyspark.sql.datasource`, two "
                                 "partitions per micro-batch) -> `upper` -> "
