@@ -124,6 +124,27 @@ def test_a_parquet_file_sink_after_a_key_by_publishes_the_segment_files_without_
     assert len(by_subtask) == 2 and not set.intersection(*by_subtask.values()), by_subtask
 
 
+def _with_sp(i: int) -> tuple[int, int]:
+    return (i, i % 3)
+
+
+@pytest.mark.parametrize("segments", ["arrow", "parquet"])
+def test_a_user_column_named_sp_streams_through_an_exchange(tmp_path: Path, segments: str) -> None:
+    """Segments are laid out by a subpartition column ``sp``: a user column of that name is
+    stored under another name in Parquet segments and read back under its own."""
+    out = tmp_path / "out"
+    threshold = "64mb" if segments == "arrow" else "0"
+    env = _env(**{"taskmanager.network.pipelined.arrow-segment-threshold": threshold})
+    source = DataGeneratorSource(_with_sp, 2000, RateLimiterStrategy.per_second(1000),
+                                 "id long, sp long")
+    env.from_source(source).rebalance().filter("id >= 0").key_by("sp") \
+        .sink_to(FileSink.parquet(str(out)))
+    env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
+    env.execute("a column named sp")
+    rows = pq.read_table(out).to_pylist()
+    assert sorted((r["id"], r["sp"]) for r in rows) == [_with_sp(i) for i in range(2000)]
+
+
 def test_a_bounded_generator_runs_in_batch_mode_too() -> None:
     env = _env()  # AUTOMATIC with a bounded source: BATCH
     source = DataGeneratorSource(_record, 500, None, "id long, word string")

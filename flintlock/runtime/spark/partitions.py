@@ -42,7 +42,8 @@ from flintlock.runtime.shuffle.layout import (
 from flintlock.runtime.shuffle.pipelined import ARROW, ARROW_SUFFIX
 from flintlock.runtime.spark.schema import struct_from_json, struct_to_ddl
 
-__all__ = ["GateRead", "consumed_only", "read_gate", "subpartition_column", "write_partition"]
+__all__ = ["GateRead", "consumed_only", "read_gate", "read_parquet", "subpartition_column",
+           "subpartition_column_clash", "write_partition"]
 
 #: A user column named like the subpartition column is stored under this name.
 _SHADOW = "__flintlock_sp__"
@@ -228,7 +229,7 @@ def read_gate(spark: Any, gate: InputGateDeploymentDescriptor) -> GateRead:
     if not dirs and not arrow_files:
         df = spark.createDataFrame([], schema=schema)
         return GateRead(df, 0, 0, schema)
-    frames = [_read_parquet(spark, dirs, schema)] if dirs else []
+    frames = [read_parquet(spark, dirs, schema)] if dirs else []
     if arrow_files:
         from flintlock.runtime.spark.arrow_segments import read_arrow_segments
 
@@ -237,8 +238,19 @@ def read_gate(spark: Any, gate: InputGateDeploymentDescriptor) -> GateRead:
     return GateRead(df, rows, size, schema)
 
 
-def _read_parquet(spark: Any, dirs: list[str], schema: str) -> Any:
-    """One DataFrame over Parquet subpartition directories, typed ``schema`` (no inference)."""
+def subpartition_column_clash(exc: BaseException) -> bool:
+    """Whether a partition write failed because the output has a user column named like the
+    subpartition column (Spark's ``AMBIGUOUS_REFERENCE`` / ``COLUMN_ALREADY_EXISTS`` on `sp`):
+    the caller writes again with ``write_partition(..., shadow_sp=True)``."""
+    text = str(exc)
+    return f"`{SUBPARTITION_COLUMN}`" in text and (
+        "AMBIGUOUS_REFERENCE" in text or "COLUMN_ALREADY_EXISTS" in text)
+
+
+def read_parquet(spark: Any, dirs: list[str], schema: str) -> Any:
+    """One DataFrame over Parquet subpartition directories, typed ``schema`` (DDL; no
+    inference); a user column named like the subpartition column is read back from the name
+    ``write_partition(..., shadow_sp=True)`` stored it under."""
     shadow = bool(_SP_FIELD.search(schema))
     file_schema = _SP_FIELD.sub(lambda m: f"{m.group(1)}`{_SHADOW}` ", schema) if shadow else schema
     df = spark.read.schema(file_schema).parquet(*dirs)

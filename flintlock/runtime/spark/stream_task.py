@@ -73,6 +73,7 @@ from flintlock.runtime.spark.partitions import (
     consumed_only,
     owner_of_missing_path,
     read_gate,
+    subpartition_column_clash,
     write_partition,
 )
 from flintlock.runtime.spark.session import cancel_jobs_with_connect_tag
@@ -377,9 +378,7 @@ class SparkStreamTask:
                 loc = self._run(lambda df=df, rpdd=rpdd, output=output, uri=uri, write=write: write(
                     df, rpdd, output, uri, tdd.attempt_id))
             except Exception as exc:
-                text = str(exc)
-                if "`sp`" not in text or not ("AMBIGUOUS_REFERENCE" in text
-                                              or "COLUMN_ALREADY_EXISTS" in text):
+                if not subpartition_column_clash(exc):
                     raise
                 loc = self._run(lambda df=df, rpdd=rpdd, output=output, uri=uri: write_partition(
                     df, rpdd, output, uri, tdd.attempt_id, shadow_sp=True))

@@ -83,7 +83,12 @@ from flintlock.runtime.spark.epoch_sources import (
     epoch_source,
     estimated_bytes,
 )
-from flintlock.runtime.spark.partitions import GateRead, write_partition
+from flintlock.runtime.spark.partitions import (
+    GateRead,
+    read_parquet,
+    subpartition_column_clash,
+    write_partition,
+)
 from flintlock.runtime.spark.schema import to_arrow
 from flintlock.runtime.spark.segment_sink import adoptable_schema, adopting_sink, copy_segment_files
 from flintlock.runtime.spark.stream_task import SparkStreamTask, job_setting
@@ -147,6 +152,7 @@ class SparkStreamingTask(SparkStreamTask):
         self._epoch_source: EpochSource | None = None
         self._collect_writers: dict[str, PipelinedPartitionWriter] = {}
         self._adopting: FileSink | None = None  # a sink copying its gate's segment files
+        self._shadow_sp: set[int] = set()  # outputs with a user column named `sp`
         conf = self._tdd.job_configuration
         # every streaming job can take a checkpoint or savepoint (periodic ones or not)
         self.checkpoints = TaskCheckpoints(
@@ -405,7 +411,7 @@ class SparkStreamingTask(SparkStreamTask):
                 if not reader.schema:
                     return GateRead(None, 0, 0, "")
                 return GateRead(spark.createDataFrame([], schema=reader.schema), 0, 0, reader.schema)
-            frames = ([spark.read.schema(reader.schema).parquet(*parquet)] if parquet else []) + (
+            frames = ([read_parquet(spark, parquet, reader.schema)] if parquet else []) + (
                 [read_arrow_segments(spark, arrow, reader.schema)] if arrow else [])
             df = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
             return GateRead(df, rows, size, reader.schema)
@@ -447,9 +453,17 @@ class SparkStreamingTask(SparkStreamTask):
             i = tdd.produced_partitions.index(rpdd)
             writer = writers[i]
             uri = writer.segment_uri()
-            write = write_arrow_segment if fmt == ARROW else write_partition
-            loc = self._run(functools.partial(write, tc.frames[node_index], rpdd, output, uri,
-                                              tdd.attempt_id))
+            write = write_arrow_segment if fmt == ARROW else functools.partial(
+                write_partition, shadow_sp=i in self._shadow_sp)
+            try:
+                loc = self._run(functools.partial(write, tc.frames[node_index], rpdd, output, uri,
+                                                  tdd.attempt_id))
+            except Exception as exc:  # a user column named `sp`: stored under another name
+                if fmt == ARROW or i in self._shadow_sp or not subpartition_column_clash(exc):
+                    raise
+                self._shadow_sp.add(i)
+                loc = self._run(functools.partial(write_partition, tc.frames[node_index], rpdd,
+                                                  output, uri, tdd.attempt_id, shadow_sp=True))
             schemas[i] = schemas[i] or loc.schema
             self.stats.records_out += sum(loc.rows_per_subpartition)
             self.stats.bytes_out += sum(loc.bytes_per_subpartition)
