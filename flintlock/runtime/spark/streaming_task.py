@@ -478,14 +478,6 @@ class SparkStreamingTask(SparkStreamTask):
         tdd = self._tdd
         for sink_index, node_index, sink in tc.sinks:
             df = tc.frames[node_index]
-            if adopted is not None and sink is self._adopting:
-                target = sink.temporary_dir(str(tdd.job_id),
-                                            self.checkpoints.transaction_attempt(self._tag))
-                copy_segment_files(adopted[0], target)
-                self.checkpoints.wrote(sink_index, target)
-                committables[sink_index] = sink.temporary_dir(str(tdd.job_id), self._tag)
-                self.stats.records_out += adopted[1]
-                continue
             if isinstance(sink, CollectSink):
                 table = self._run(lambda df=df: to_arrow(df))  # no schema round trip
                 self.stats.records_out += table.num_rows
@@ -496,12 +488,17 @@ class SparkStreamingTask(SparkStreamTask):
                     rows, size = write_arrow_file(table, f"{writer.segment_uri()}/sp=0.arrow")
                     writer.commit((rows,), (size,), format=ARROW)
                 continue
-            committable, _, rows = write_sink(
-                df, sink, job_id=str(tdd.job_id),
-                attempt=self.checkpoints.transaction_attempt(self._tag),
-                subtask_index=tdd.subtask_index, parallelism=tdd.number_of_subtasks,
-                print_fn=self._env.print_fn, run=self._run, append=True,
-            )
+            attempt = self.checkpoints.transaction_attempt(self._tag)
+            if adopted is not None and isinstance(sink, FileSink) and sink is self._adopting:
+                committable: object = sink.temporary_dir(str(tdd.job_id), attempt)
+                copy_segment_files(adopted[0], str(committable))
+                rows = adopted[1]
+            else:
+                committable, _, rows = write_sink(
+                    df, sink, job_id=str(tdd.job_id), attempt=attempt,
+                    subtask_index=tdd.subtask_index, parallelism=tdd.number_of_subtasks,
+                    print_fn=self._env.print_fn, run=self._run, append=True,
+                )
             if committable is not None and isinstance(sink, FileSink):
                 # the attempt's transactions not published by a checkpoint go with the job
                 self.checkpoints.wrote(sink_index, str(committable))
