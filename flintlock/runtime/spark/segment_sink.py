@@ -32,7 +32,8 @@ from flintlock.runtime.operators.specs import OperatorChain, SinkSpec
 from flintlock.runtime.shuffle.layout import SUBPARTITION_COLUMN, filesystem_and_path
 from flintlock.runtime.spark.schema import ddl_field_types
 
-__all__ = ["adoptable_schema", "adopting_sink", "copy_segment_files"]
+__all__ = ["adoptable_schema", "adopting_sink", "copy_segment_files", "drop_empty_parquet_files",
+           "file_names"]
 
 
 def adopting_sink(chain: OperatorChain) -> FileSink | None:
@@ -86,3 +87,39 @@ def copy_segment_files(dirs: Sequence[str], target: str) -> tuple[int, int]:
             files += 1
             size += info.size or 0
     return files, size
+
+
+def file_names(directory: str) -> set[str]:
+    """The names of the files in ``directory`` (a Spark path or URI; none when it is missing)."""
+    fs, path = filesystem_and_path(directory)
+    return {i.base_name for i in fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+            if i.type == pafs.FileType.File}
+
+
+def drop_empty_parquet_files(directory: str, before: set[str]) -> int:
+    """Remove the Parquet files in ``directory`` that are not in ``before`` (``file_names``
+    taken before a write) and whose footer counts no rows; returns how many were removed.
+
+    Spark writes one such file for a write of no rows, to keep the schema. A streaming sink
+    writes once per epoch, and an epoch without rows for it (a window that fired nothing) would
+    leave one: Flink's ``FileSink`` opens a part file only for a record, so an epoch without rows
+    leaves none here either. Only files whose own footer says 0 rows are removed.
+
+    Raises:
+        OSError: the directory cannot be listed or a file read or removed.
+    """
+    import pyarrow.parquet as pq
+
+    fs, path = filesystem_and_path(directory)
+    removed = 0
+    for info in fs.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
+        name = info.base_name
+        if info.type != pafs.FileType.File or name in before or not name.endswith(".parquet") \
+                or name.startswith(("_", ".")):
+            continue
+        with fs.open_input_file(info.path) as fh:
+            rows = pq.ParquetFile(fh).metadata.num_rows
+        if rows == 0:
+            fs.delete_file(info.path)
+            removed += 1
+    return removed

@@ -1,5 +1,6 @@
-"""Which sink chains adopt their gate's segment files, and how the files are copied
-(``flintlock.runtime.spark.segment_sink``; STYLE layer 1, no Spark).
+"""Which sink chains adopt their gate's segment files, how the files are copied, and which
+part files of no rows an epoch's write leaves behind (``flintlock.runtime.spark.segment_sink``;
+STYLE layer 1, no Spark).
 
 The end-to-end behaviour (part files published once, exactly once across a failure) is in
 ``tests/e2e/test_streaming.py`` and ``tests/e2e/test_checkpoints.py``.
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from flintlock.connectors import FileSink
@@ -18,6 +21,8 @@ from flintlock.runtime.spark.segment_sink import (
     adoptable_schema,
     adopting_sink,
     copy_segment_files,
+    drop_empty_parquet_files,
+    file_names,
 )
 
 
@@ -71,3 +76,23 @@ def test_copies_keep_the_names_of_the_parquet_files_and_skip_hidden_ones(tmp_pat
 def test_a_missing_segment_directory_raises(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         copy_segment_files([str(tmp_path / "gone" / "sp=0")], str(tmp_path / "t"))
+
+
+def test_only_new_parquet_files_of_no_rows_are_dropped(tmp_path: Path) -> None:
+    """A streaming epoch's Spark write of no rows leaves one Parquet file of no rows (the schema);
+    it goes, while the files of rows, the files there before the write and other files stay."""
+    schema = pa.schema([("id", pa.int64())])
+    empty, rows = pa.table({"id": pa.array([], pa.int64())}), pa.table({"id": [1, 2]}, schema)
+    pq.write_table(empty, tmp_path / "part-00000-old-c000.snappy.parquet")
+    before = file_names(str(tmp_path))
+    assert before == {"part-00000-old-c000.snappy.parquet"}
+    pq.write_table(empty, tmp_path / "part-00000-new-c000.snappy.parquet")
+    pq.write_table(rows, tmp_path / "part-00001-new-c000.snappy.parquet")
+    pq.write_table(empty, tmp_path / ".part-00002-new-c000.snappy.parquet.crc.parquet")
+    (tmp_path / "_SUCCESS").write_bytes(b"")
+    assert drop_empty_parquet_files(f"file://{tmp_path}", before) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".part-00002-new-c000.snappy.parquet.crc.parquet", "_SUCCESS",
+        "part-00000-old-c000.snappy.parquet", "part-00001-new-c000.snappy.parquet"]
+    assert drop_empty_parquet_files(str(tmp_path / "missing"), set()) == 0
+    assert file_names(str(tmp_path / "missing")) == set()
