@@ -32,7 +32,7 @@ from flintlock.runtime.operators.specs import OperatorChain, SinkSpec
 from flintlock.runtime.shuffle.layout import SUBPARTITION_COLUMN, filesystem_and_path
 from flintlock.runtime.spark.schema import ddl_field_types
 
-__all__ = ["adoptable_schema", "adopting_sink", "copy_segment_files", "drop_empty_parquet_files",
+__all__ = ["adoptable_schema", "adopting_sink", "copy_segment_files", "drop_empty_part_files",
            "file_names"]
 
 
@@ -96,30 +96,52 @@ def file_names(directory: str) -> set[str]:
             if i.type == pafs.FileType.File}
 
 
-def drop_empty_parquet_files(directory: str, before: set[str]) -> int:
-    """Remove the Parquet files in ``directory`` that are not in ``before`` (``file_names``
-    taken before a write) and whose footer counts no rows; returns how many were removed.
+def drop_empty_part_files(directory: str, before: set[str], sink: FileSink) -> int:
+    """Remove the part files of ``sink`` in ``directory`` that are not in ``before``
+    (``file_names`` taken before a write) and hold no rows; returns how many were removed.
 
-    Spark writes one such file for a write of no rows, to keep the schema. A streaming sink
-    writes once per epoch, and an epoch without rows for it (a window that fired nothing) would
-    leave one: Flink's ``FileSink`` opens a part file only for a record, so an epoch without rows
-    leaves none here either. Only files whose own footer says 0 rows are removed.
+    Spark writes one such file for a write of no rows, to keep the schema: a Parquet file whose
+    footer counts no rows, an empty JSON or CSV file, or a CSV file of the header line alone. A
+    streaming sink writes once per epoch, and an epoch without rows for it (a window that fired
+    nothing) would leave one: Flink's ``FileSink`` opens a part file only for a record, so an
+    epoch without rows leaves none here either. Only files that show no rows themselves are
+    removed (with their hidden checksum files); compressed text files are left as they are.
 
     Raises:
         OSError: the directory cannot be listed or a file read or removed.
     """
-    import pyarrow.parquet as pq
-
     fs, path = filesystem_and_path(directory)
     removed = 0
     for info in fs.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
         name = info.base_name
-        if info.type != pafs.FileType.File or name in before or not name.endswith(".parquet") \
-                or name.startswith(("_", ".")):
+        if info.type != pafs.FileType.File or name in before or not name.startswith("part-"):
             continue
-        with fs.open_input_file(info.path) as fh:
-            rows = pq.ParquetFile(fh).metadata.num_rows
-        if rows == 0:
+        if _holds_no_rows(fs, info, sink):
             fs.delete_file(info.path)
+            checksum = f"{info.path.rsplit('/', 1)[0]}/.{name}.crc"
+            if fs.get_file_info(checksum).type == pafs.FileType.File:
+                fs.delete_file(checksum)
             removed += 1
     return removed
+
+
+#: a CSV part file of a header line alone is at most this long (bytes) to be read and checked
+_HEADER_ONLY_MAX = 64 * 1024
+
+
+def _holds_no_rows(fs: pafs.FileSystem, info: pafs.FileInfo, sink: FileSink) -> bool:
+    import pyarrow.parquet as pq
+
+    if sink.format == "parquet":
+        if not info.base_name.endswith(".parquet"):
+            return False
+        with fs.open_input_file(info.path) as fh:
+            return bool(pq.ParquetFile(fh).metadata.num_rows == 0)
+    if info.size == 0:
+        return sink.format in ("csv", "json")
+    if sink.format != "csv" or str(sink.options.get("header", "false")).lower() != "true" \
+            or not info.base_name.endswith(".csv") or (info.size or 0) > _HEADER_ONLY_MAX:
+        return False
+    with fs.open_input_stream(info.path) as fh:
+        data = fh.read()
+    return data.count(b"\n") == 1 and data.endswith(b"\n")

@@ -24,7 +24,7 @@ The loop (ARCHITECTURE section 4b, "a streaming subtask = a loop of epochs"):
    publishes them, when a checkpoint that pre-committed them completes or when the job
    finishes; print sinks print at once). A Parquet FileSink reading one gate directly copies
    an epoch's Parquet segment files as its part files (``segment_sink``: no Spark job); a
-   Parquet FileSink's epoch without rows leaves no part file (Spark writes one of no rows).
+   FileSink's epoch without rows leaves no part file (Spark writes one of no rows).
 4. Acknowledge the consumed input segments (after the output was committed).
 5. Checkpoints (``task_checkpoints``): a source the JobMaster triggered, or a subtask whose
    input channels all delivered barrier n, snapshots its source offset, operator state and sink
@@ -95,7 +95,7 @@ from flintlock.runtime.spark.segment_sink import (
     adoptable_schema,
     adopting_sink,
     copy_segment_files,
-    drop_empty_parquet_files,
+    drop_empty_part_files,
     file_names,
 )
 from flintlock.runtime.spark.stream_task import SparkStreamTask, job_setting
@@ -501,16 +501,16 @@ class SparkStreamingTask(SparkStreamTask):
                 copy_segment_files(adopted[0], str(committable))
                 rows = adopted[1]
             else:
-                parquet = isinstance(sink, FileSink) and sink.format == "parquet"
+                files = isinstance(sink, FileSink)
                 before = file_names(sink.temporary_dir(str(tdd.job_id), attempt)) \
-                    if parquet else set()
+                    if files else set()
                 committable, _, rows = write_sink(
                     df, sink, job_id=str(tdd.job_id), attempt=attempt,
                     subtask_index=tdd.subtask_index, parallelism=tdd.number_of_subtasks,
                     print_fn=self._env.print_fn, run=self._run, append=True,
                 )
-                if parquet and not rows:  # no part file for an epoch without rows, as Flink
-                    drop_empty_parquet_files(str(committable), before)
+                if files and not rows:  # no part file for an epoch without rows, as Flink
+                    drop_empty_part_files(str(committable), before, sink)
             if committable is not None and isinstance(sink, FileSink):
                 # the attempt's transactions not published by a checkpoint go with the job
                 self.checkpoints.wrote(sink_index, str(committable))

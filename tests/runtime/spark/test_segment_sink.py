@@ -21,7 +21,7 @@ from flintlock.runtime.spark.segment_sink import (
     adoptable_schema,
     adopting_sink,
     copy_segment_files,
-    drop_empty_parquet_files,
+    drop_empty_part_files,
     file_names,
 )
 
@@ -80,19 +80,37 @@ def test_a_missing_segment_directory_raises(tmp_path: Path) -> None:
 
 def test_only_new_parquet_files_of_no_rows_are_dropped(tmp_path: Path) -> None:
     """A streaming epoch's Spark write of no rows leaves one Parquet file of no rows (the schema);
-    it goes, while the files of rows, the files there before the write and other files stay."""
+    it goes with its checksum file, while the files of rows, the files there before the write
+    and other files stay."""
     schema = pa.schema([("id", pa.int64())])
     empty, rows = pa.table({"id": pa.array([], pa.int64())}), pa.table({"id": [1, 2]}, schema)
     pq.write_table(empty, tmp_path / "part-00000-old-c000.snappy.parquet")
     before = file_names(str(tmp_path))
     assert before == {"part-00000-old-c000.snappy.parquet"}
     pq.write_table(empty, tmp_path / "part-00000-new-c000.snappy.parquet")
+    (tmp_path / ".part-00000-new-c000.snappy.parquet.crc").write_bytes(b"crc")
     pq.write_table(rows, tmp_path / "part-00001-new-c000.snappy.parquet")
-    pq.write_table(empty, tmp_path / ".part-00002-new-c000.snappy.parquet.crc.parquet")
     (tmp_path / "_SUCCESS").write_bytes(b"")
-    assert drop_empty_parquet_files(f"file://{tmp_path}", before) == 1
+    sink = FileSink.parquet(str(tmp_path))
+    assert drop_empty_part_files(f"file://{tmp_path}", before, sink) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        ".part-00002-new-c000.snappy.parquet.crc.parquet", "_SUCCESS",
-        "part-00000-old-c000.snappy.parquet", "part-00001-new-c000.snappy.parquet"]
-    assert drop_empty_parquet_files(str(tmp_path / "missing"), set()) == 0
+        "_SUCCESS", "part-00000-old-c000.snappy.parquet", "part-00001-new-c000.snappy.parquet"]
+    assert drop_empty_part_files(str(tmp_path / "missing"), set(), sink) == 0
     assert file_names(str(tmp_path / "missing")) == set()
+
+
+@pytest.mark.parametrize(("sink", "content", "dropped"), [
+    (FileSink.json("/o"), b"", True),
+    (FileSink.json("/o"), b'{"id":1}\n', False),
+    (FileSink.csv("/o", header=False), b"", True),
+    (FileSink.csv("/o", header=False), b"1,a\n", False),
+    (FileSink.csv("/o"), b"id,s\n", True),  # Spark's CSV of no rows: the header line
+    (FileSink.csv("/o"), b"id,s\n1,a\n", False),
+    (FileSink.csv("/o"), b"id,s", False),
+])
+def test_text_part_files_of_no_rows_are_dropped(tmp_path: Path, sink: FileSink, content: bytes,
+                                                dropped: bool) -> None:
+    name = f"part-00000-new-c000.{sink.format}"
+    (tmp_path / name).write_bytes(content)
+    assert drop_empty_part_files(str(tmp_path), set(), sink) == int(dropped)
+    assert (tmp_path / name).exists() is not dropped
