@@ -100,8 +100,11 @@ def adaptive_joins(state: Path, job_id: str) -> tuple[str, ...]:
 
 
 def _joins_text(decisions: tuple[str, ...]) -> str:
+    """The run-time join decisions among a plan's operator strategies: joins turned broadcast
+    and hash joins whose skewed subpartitions were split; other run-time strategies (runtime
+    chaining, probe-side joins, runtime filters) are not counted."""
     broadcast = sum(d.startswith("BROADCAST") for d in decisions)
-    split = len(decisions) - broadcast
+    split = sum("skewed subpartitions split" in d for d in decisions)
     parts = [f"{broadcast} broadcast"] if broadcast else []
     return ", ".join(parts + ([f"{split} skew split"] if split else [])) or "-"
 
