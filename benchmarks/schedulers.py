@@ -99,14 +99,19 @@ def adaptive_joins(state: Path, job_id: str) -> tuple[str, ...]:
     return tuple(n["operator_strategy"] for n in nodes if n.get("operator_strategy"))
 
 
+#: the run-time join decisions among a plan's operator strategies (``adaptive_batch_scheduler``,
+#: ``adaptive_join``), as (label, what its strategy text holds); the probe side
+#: of a broadcast join ("joins for ...") and runtime chaining ("chained into ...", made with or
+#: without adaptive joins) are not decisions of their own
+_JOIN_DECISIONS = (("broadcast", "BROADCAST"), ("runtime filter", "keeps the rows whose keys"),
+                   ("skew split", "skewed subpartitions split"))
+
+
 def _joins_text(decisions: tuple[str, ...]) -> str:
-    """The run-time join decisions among a plan's operator strategies: joins turned broadcast
-    and hash joins whose skewed subpartitions were split; other run-time strategies (runtime
-    chaining, probe-side joins, runtime filters) are not counted."""
-    broadcast = sum(d.startswith("BROADCAST") for d in decisions)
-    split = sum("skewed subpartitions split" in d for d in decisions)
-    parts = [f"{broadcast} broadcast"] if broadcast else []
-    return ", ".join(parts + ([f"{split} skew split"] if split else [])) or "-"
+    """How many of each run-time join decision a plan's operator strategies hold ("-": none)."""
+    counts = [(label, sum(mark in d for d in decisions))
+              for label, mark in _JOIN_DECISIONS]
+    return ", ".join(f"{n} {label}" for label, n in counts if n) or "-"
 
 
 def summarize(runs: list[Run]) -> list[dict[str, object]]:
