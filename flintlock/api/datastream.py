@@ -297,6 +297,9 @@ class DataStream(_OperatorSettings):
     def key_by(self, *keys: Any) -> KeyedStream:
         """Partition by key columns (names, or Columns with a name: ``(F.col("a") % 10).alias("k")``).
 
+        Names are read as PySpark reads them: a column whose name holds a dot is named in
+        backquotes (``key_by("`a.b`")``; ``"a.b"`` is field ``b`` of a struct ``a``).
+
         Raises:
             ValueError: no keys, or a Column without a name.
         """

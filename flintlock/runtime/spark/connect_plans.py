@@ -25,7 +25,7 @@ import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["col", "observe", "select_except", "with_columns"]
+__all__ = ["col", "field_name", "observe", "select_except", "with_columns"]
 
 
 def observe(df: Any, observation: Any, *exprs: Any) -> Any:
@@ -64,3 +64,15 @@ def col(name: str) -> Any:
     from pyspark.sql import functions as F
 
     return F.col("`" + name.replace("`", "``") + "`")
+
+
+def field_name(reference: str) -> str:
+    """The top-level field a column ``reference`` as PySpark parses it names: the name inside
+    one backquoted identifier (```a.b``` -> ``a.b``, doubled backquotes as one), else
+    ``reference`` itself (``key_by("a.b")`` means field ``a.b`` only where Spark resolves it so).
+    """
+    if len(reference) >= 2 and reference[0] == reference[-1] == "`":
+        inner = reference[1:-1]
+        if "`" not in inner.replace("``", ""):
+            return inner.replace("``", "`")
+    return reference

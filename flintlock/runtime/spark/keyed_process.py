@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from flintlock.api.state import RuntimeContext, TimeDomain, TimerService, _KeyScope
 from flintlock.runtime.operators.time_specs import StatefulProcessSpec
+from flintlock.runtime.spark.connect_plans import field_name
 from flintlock.runtime.spark.python_ops import UserFunctionError, _rows, _values
 from flintlock.runtime.spark.schema import ddl_field_types
 
@@ -49,8 +50,8 @@ def key_column_names(column: str) -> str:
 def state_ddl(spec: StatefulProcessSpec, input_ddl: str) -> str:
     """DDL of the state table: key columns, ``__state``, ``__etimer``, ``__ptimer``."""
     types = ddl_field_types(input_ddl)
-    keys = [f"`{c}` {types[k]}" for c, k in zip(_key_columns(len(spec.keys)), spec.keys,
-                                                   strict=True)]
+    keys = [f"`{c}` {types[field_name(k)]}" for c, k in zip(_key_columns(len(spec.keys)),
+                                                              spec.keys, strict=True)]
     return ", ".join([*keys, "`__state` binary", "`__etimer` bigint", "`__ptimer` bigint"])
 
 

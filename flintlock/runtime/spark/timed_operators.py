@@ -57,7 +57,7 @@ from flintlock.runtime.spark.window_ops import (
     NEXT,
     STATE_COLUMNS,
     EpochTimes,
-    aggregate_names,
+    agg_output_names,
     event_time_millis,
     input_ddl_of,
     window_epoch,
@@ -343,10 +343,10 @@ class TimedOperators:
         state_ddl = f"{st.input_ddl}, {_WINDOW_STATE}"
         self._check_restored(index, st, state_ddl)
         state = st.table.read(self.spark) if st.table is not None else None
-        if spec.function == "agg" and "aggregate_names" not in st.extra:
-            st.extra["aggregate_names"] = aggregate_names(df, spec)  # once: a round trip
+        if spec.function == "agg" and "agg_names" not in st.extra:
+            st.extra["agg_names"] = agg_output_names(df, spec)  # once: a round trip
         result = window_epoch(self.spark, df, state, spec, times, st.input_ddl, st.time_column,
-                              st.extra.get("aggregate_names"))
+                              st.extra.get("agg_names"))
         if spec.late_tag and result.late is not None:
             self.side[(index, spec.late_tag)] = result.late
         st.watermark = max(st.watermark, times.now)

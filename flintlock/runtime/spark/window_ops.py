@@ -39,8 +39,8 @@ from flintlock.runtime.spark.errors import OperatorException
 from flintlock.runtime.spark.python_ops import _load, _rows, _to_batch, _values
 from flintlock.runtime.spark.schema import arrow_schema, ddl_field_types, parse_ddl, struct_to_ddl
 
-__all__ = ["MAX_WATERMARK", "MIN_WATERMARK", "NEXT", "STATE_COLUMNS", "EpochTimes", "WindowEpoch",
-           "aggregate_names", "event_time_millis", "input_ddl_of", "window_epoch"]
+__all__ = ["MAX_WATERMARK", "MIN_WATERMARK", "NEXT", "STATE_COLUMNS", "AggNames", "EpochTimes",
+           "WindowEpoch", "agg_output_names", "event_time_millis", "input_ddl_of", "window_epoch"]
 
 MIN_WATERMARK = -(2**63)
 #: internal columns: event time, window start and end (ms), "arrived in this epoch"
@@ -160,7 +160,7 @@ def _epoch_times(spark: Any, times: EpochTimes) -> Any:
 
 def window_epoch(spark: Any, new: Any, state: Any, spec: WindowSpec, times: EpochTimes,
                  input_ddl: str, time_millis: Any = None,
-                 aggregate_names: list[str] | None = None) -> WindowEpoch:
+                 agg_names: AggNames | None = None) -> WindowEpoch:
     """One epoch of a window operator (see the module docstring).
 
     Args:
@@ -169,7 +169,7 @@ def window_epoch(spark: Any, new: Any, state: Any, spec: WindowSpec, times: Epoc
         input_ddl: DDL of the input columns (reduce results keep them).
         time_millis: the rows' event time in ms (``event_time_millis``, resolved once by the
             caller); None for processing-time windows.
-        aggregate_names: an ``agg`` window's aggregate column names (``aggregate_names``).
+        agg_names: an ``agg`` window's key and aggregate column names (``agg_output_names``).
 
     Every column is named in ``select`` projections (``connect_plans``): no plan step makes the
     Spark Connect server analyze its input again.
@@ -206,11 +206,11 @@ def window_epoch(spark: Any, new: Any, state: Any, spec: WindowSpec, times: Epoc
                         [*names, *STATE_COLUMNS], {NEXT: next_time})
     group = [*spec.keys, WS, WE, *TIME_COLUMNS]  # the times are one value per epoch
     if spec.function == "agg":
-        if aggregate_names is None:
-            raise ValueError("an agg window needs its aggregate_names")
+        if agg_names is None:
+            raise ValueError("an agg window needs its agg_output_names")
         fired = (rows.groupBy(*group).agg(*spec.aggregates, F.max(NEW).alias("__has_new"))
                  .filter(fires))
-        output = _window_columns(fired, [*spec.keys, WS, WE, *aggregate_names])
+        output = _window_columns(fired, [*agg_names.keys, WS, WE, *agg_names.aggregates])
     else:
         windows = rows.groupBy(*group).agg(F.max(NEW).alias("__has_new")).filter(fires)
         members = select_except(rows.join(windows.select(*group), on=group, how="left_semi"),
@@ -219,10 +219,20 @@ def window_epoch(spark: Any, new: Any, state: Any, spec: WindowSpec, times: Epoc
     return WindowEpoch(output, keep, late)
 
 
-def aggregate_names(df: Any, spec: WindowSpec) -> list[str]:
-    """The names of an ``agg`` window's aggregate columns over input ``df`` (one analysis round
-    trip; the caller keeps them for the operator's later epochs)."""
-    return df.groupBy(*spec.keys).agg(*spec.aggregates).columns[len(spec.keys):]
+@dataclass(frozen=True)
+class AggNames:
+    """The output column names of an ``agg`` window's keys and aggregates, as Spark names them
+    (a key given as ```a.b``` is the column ``a.b``)."""
+
+    keys: tuple[str, ...]
+    aggregates: tuple[str, ...]
+
+
+def agg_output_names(df: Any, spec: WindowSpec) -> AggNames:
+    """The names of an ``agg`` window's key and aggregate columns over input ``df`` (one analysis
+    round trip; the caller keeps them for the operator's later epochs)."""
+    columns = df.groupBy(*spec.keys).agg(*spec.aggregates).columns
+    return AggNames(tuple(columns[:len(spec.keys)]), tuple(columns[len(spec.keys):]))
 
 
 def _window_columns(df: Any, columns: list[str]) -> Any:
