@@ -32,8 +32,8 @@ from flintlock.runtime.operators.specs import OperatorChain, SinkSpec
 from flintlock.runtime.shuffle.layout import SUBPARTITION_COLUMN, filesystem_and_path
 from flintlock.runtime.spark.schema import ddl_field_types
 
-__all__ = ["adoptable_schema", "adopting_sink", "copy_segment_files", "drop_empty_part_files",
-           "file_names"]
+__all__ = ["MTIME_SLACK_S", "adoptable_schema", "adopting_sink", "copy_segment_files",
+           "drop_empty_part_files"]
 
 
 def adopting_sink(chain: OperatorChain) -> FileSink | None:
@@ -89,23 +89,24 @@ def copy_segment_files(dirs: Sequence[str], target: str) -> tuple[int, int]:
     return files, size
 
 
-def file_names(directory: str) -> set[str]:
-    """The names of the files in ``directory`` (a Spark path or URI; none when it is missing)."""
-    fs, path = filesystem_and_path(directory)
-    return {i.base_name for i in fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
-            if i.type == pafs.FileType.File}
+#: files modified this long (s) before a write started still count as possibly its own: file
+#: systems keep modification times at a coarser grain than the clock (1-2 s on some)
+MTIME_SLACK_S = 2.0
 
 
-def drop_empty_part_files(directory: str, before: set[str], sink: FileSink) -> int:
-    """Remove the part files of ``sink`` in ``directory`` that are not in ``before``
-    (``file_names`` taken before a write) and hold no rows; returns how many were removed.
+def drop_empty_part_files(directory: str, sink: FileSink, since_s: float) -> int:
+    """Remove the part files of ``sink`` in ``directory`` modified at or after ``since_s`` (epoch
+    seconds, when the write started; ``MTIME_SLACK_S`` earlier counts too) that hold no rows;
+    returns how many were removed.
 
     Spark writes one such file for a write of no rows, to keep the schema: a Parquet file whose
     footer counts no rows, an empty JSON or CSV file, or a CSV file of the header line alone. A
     streaming sink writes once per epoch, and an epoch without rows for it (a window that fired
     nothing) would leave one: Flink's ``FileSink`` opens a part file only for a record, so an
     epoch without rows leaves none here either. Only files that show no rows themselves are
-    removed (with their hidden checksum files); compressed text files are left as they are.
+    removed (with their hidden checksum files), so a file of an earlier write that falls within
+    the slack is looked at but kept; compressed text files are left as they are. The directory
+    is listed only after a write of no rows (not before every write).
 
     Raises:
         OSError: the directory cannot be listed or a file read or removed.
@@ -114,7 +115,9 @@ def drop_empty_part_files(directory: str, before: set[str], sink: FileSink) -> i
     removed = 0
     for info in fs.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
         name = info.base_name
-        if info.type != pafs.FileType.File or name in before or not name.startswith("part-"):
+        if info.type != pafs.FileType.File or not name.startswith("part-"):
+            continue
+        if info.mtime is not None and info.mtime.timestamp() < since_s - MTIME_SLACK_S:
             continue
         if _holds_no_rows(fs, info, sink):
             fs.delete_file(info.path)

@@ -96,7 +96,6 @@ from flintlock.runtime.spark.segment_sink import (
     adopting_sink,
     copy_segment_files,
     drop_empty_part_files,
-    file_names,
 )
 from flintlock.runtime.spark.stream_task import SparkStreamTask, job_setting
 from flintlock.runtime.spark.task_checkpoints import TaskCheckpoints
@@ -501,16 +500,14 @@ class SparkStreamingTask(SparkStreamTask):
                 copy_segment_files(adopted[0], str(committable))
                 rows = adopted[1]
             else:
-                files = isinstance(sink, FileSink)
-                before = file_names(sink.temporary_dir(str(tdd.job_id), attempt)) \
-                    if files else set()
+                started = time.time()
                 committable, _, rows = write_sink(
                     df, sink, job_id=str(tdd.job_id), attempt=attempt,
                     subtask_index=tdd.subtask_index, parallelism=tdd.number_of_subtasks,
                     print_fn=self._env.print_fn, run=self._run, append=True,
                 )
-                if files and not rows:  # no part file for an epoch without rows, as Flink
-                    drop_empty_part_files(str(committable), before, sink)
+                if isinstance(sink, FileSink) and not rows:  # no part file without rows,
+                    drop_empty_part_files(str(committable), sink, started)  # as in Flink
             if committable is not None and isinstance(sink, FileSink):
                 # the attempt's transactions not published by a checkpoint go with the job
                 self.checkpoints.wrote(sink_index, str(committable))

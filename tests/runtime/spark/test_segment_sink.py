@@ -8,6 +8,8 @@ The end-to-end behaviour (part files published once, exactly once across a failu
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,11 +20,11 @@ from flintlock.connectors import FileSink
 from flintlock.runtime.ids import OperatorID
 from flintlock.runtime.operators.specs import ChainedNode, FilterSpec, OperatorChain, SinkSpec
 from flintlock.runtime.spark.segment_sink import (
+    MTIME_SLACK_S,
     adoptable_schema,
     adopting_sink,
     copy_segment_files,
     drop_empty_part_files,
-    file_names,
 )
 
 
@@ -80,23 +82,23 @@ def test_a_missing_segment_directory_raises(tmp_path: Path) -> None:
 
 def test_only_new_parquet_files_of_no_rows_are_dropped(tmp_path: Path) -> None:
     """A streaming epoch's Spark write of no rows leaves one Parquet file of no rows (the schema);
-    it goes with its checksum file, while the files of rows, the files there before the write
-    and other files stay."""
+    it goes with its checksum file, while the files of rows, the files modified before the write
+    started and other files stay."""
     schema = pa.schema([("id", pa.int64())])
     empty, rows = pa.table({"id": pa.array([], pa.int64())}), pa.table({"id": [1, 2]}, schema)
-    pq.write_table(empty, tmp_path / "part-00000-old-c000.snappy.parquet")
-    before = file_names(str(tmp_path))
-    assert before == {"part-00000-old-c000.snappy.parquet"}
+    old = tmp_path / "part-00000-old-c000.snappy.parquet"
+    pq.write_table(empty, old)
+    started = time.time()
+    os.utime(old, (started - MTIME_SLACK_S - 1, started - MTIME_SLACK_S - 1))
     pq.write_table(empty, tmp_path / "part-00000-new-c000.snappy.parquet")
     (tmp_path / ".part-00000-new-c000.snappy.parquet.crc").write_bytes(b"crc")
     pq.write_table(rows, tmp_path / "part-00001-new-c000.snappy.parquet")
     (tmp_path / "_SUCCESS").write_bytes(b"")
     sink = FileSink.parquet(str(tmp_path))
-    assert drop_empty_part_files(f"file://{tmp_path}", before, sink) == 1
+    assert drop_empty_part_files(f"file://{tmp_path}", sink, started) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "_SUCCESS", "part-00000-old-c000.snappy.parquet", "part-00001-new-c000.snappy.parquet"]
-    assert drop_empty_part_files(str(tmp_path / "missing"), set(), sink) == 0
-    assert file_names(str(tmp_path / "missing")) == set()
+    assert drop_empty_part_files(str(tmp_path / "missing"), sink, started) == 0
 
 
 @pytest.mark.parametrize(("sink", "content", "dropped"), [
@@ -112,5 +114,5 @@ def test_text_part_files_of_no_rows_are_dropped(tmp_path: Path, sink: FileSink, 
                                                 dropped: bool) -> None:
     name = f"part-00000-new-c000.{sink.format}"
     (tmp_path / name).write_bytes(content)
-    assert drop_empty_part_files(str(tmp_path), set(), sink) == int(dropped)
+    assert drop_empty_part_files(str(tmp_path), sink, time.time()) == int(dropped)
     assert (tmp_path / name).exists() is not dropped
