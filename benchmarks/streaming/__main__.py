@@ -2,7 +2,8 @@
 flintlock against Spark Structured Streaming and PyFlink on the same input and cores, in one run.
 
     python -m benchmarks.streaming [--seconds 60] [--max-seconds S] [--rate 10000]
-        [--max-rate 100000] [--warmup 10] [--systems flintlock,structured-streaming,pyflink]
+        [--max-rate 100000] [--warmup 10] [--warm-up-run 0]
+        [--systems flintlock,structured-streaming,pyflink]
         [--workloads events,flights] [--data data] [--out benchmarks/results/streaming-<time>.json]
 
 Checkpoint overhead (issue 12): ``--systems flintlock,flintlock-checkpoints-1s,
@@ -29,6 +30,11 @@ Per system and workload:
   and the RSS growth over the run's second half (MiB/min, of the processes seen in at least three
   samples: a JVM's transient forks are left out; the memory target is a 10-minute run,
   ``--seconds 600 --max-seconds 60``);
+- ``--warm-up-run S``: each run's process first runs the same pipeline at the same rate for
+  ``S`` seconds (output discarded), then the measured run in the same JVMs and Python workers,
+  as a job on a session cluster whose TaskManagers ran before (flintlock, Structured Streaming;
+  PyFlink's program takes no warm-up run and starts cold). RSS and wall time cover both runs;
+  throughput and latency only the measured one;
 - max: ``--max-rate`` events/s offered for ``--max-seconds`` (default ``--seconds``): the
   throughput reached.
 
@@ -110,7 +116,7 @@ def _sample(proc: psutil.Process, peaks: dict[int, dict[str, Any]], at: float = 
 
 
 def _command(system: str, workload: str, out: Path, rate: int, seconds: float,
-             flights_dir: Path, pyflink: Path | None) -> list[str]:
+             flights_dir: Path, pyflink: Path | None, warm_up_run_s: float = 0.0) -> list[str]:
     args = [str(out), str(rate), str(seconds)]
     if system == "pyflink":
         if pyflink is None:
@@ -118,24 +124,29 @@ def _command(system: str, workload: str, out: Path, rate: int, seconds: float,
         return [str(pyflink), str(REPO / "benchmarks" / "streaming" / "pyflink_programs.py"),
                 workload, *args, *([str(flights_dir)] if workload == "flights" else [])]
     return [sys.executable, "-m", "benchmarks.streaming.programs", system, *args, workload,
-            *([str(flights_dir)] if workload == "flights" else [])]
+            *([str(flights_dir)] if workload == "flights" else []),
+            *(["--warm-up-run", str(warm_up_run_s)] if warm_up_run_s > 0 else [])]
 
 
 def _run(system: str, rate: int, seconds: float, work: Path, warmup_s: float,
          workload: str = "events", flights_dir: Path | None = None,
-         pyflink: Path | None = None, check: bool = False) -> dict[str, Any]:
+         pyflink: Path | None = None, check: bool = False,
+         warm_up_run_s: float = 0.0) -> dict[str, Any]:
     """One run of one system: its measured figures, RSS series and (``check``) window check."""
     out = work / f"{system}-{workload}-{rate}"
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(f"{out}-checkpoint", ignore_errors=True)
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    cmd = _command(system, workload, out, rate, seconds, flights_dir or Path(), pyflink)
+    if system == "pyflink":
+        warm_up_run_s = 0.0
+    cmd = _command(system, workload, out, rate, seconds, flights_dir or Path(), pyflink,
+                   warm_up_run_s)
     started = time.time()
     with tempfile.TemporaryFile("w+") as stderr:
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=stderr,
                                 text=True)
         ps, rss, peaks = psutil.Process(proc.pid), [], {}
-        deadline = started + seconds * 3 + RUN_GRACE_S
+        deadline = started + (warm_up_run_s + seconds) * 3 + RUN_GRACE_S
         while proc.poll() is None:
             if time.time() > deadline:  # stalled: stop it and everything it started
                 for p in [*ps.children(recursive=True), ps]:
@@ -145,7 +156,7 @@ def _run(system: str, rate: int, seconds: float, work: Path, warmup_s: float,
                         pass
                 proc.wait()
                 raise RuntimeError(f"{system} {workload} at {rate:,}/s did not end within "
-                                   f"{seconds * 3 + RUN_GRACE_S:g} s and was killed")
+                                   f"{deadline - started:g} s and was killed")
             at = round(time.time() - started, 1)
             rss.append((at, _sample(ps, peaks, at)))
             time.sleep(1.0)
@@ -212,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-rate", type=int, default=100_000, help="events/s offered at most")
     p.add_argument("--warmup", type=float, default=10.0,
                    help="seconds at the start left out of the latency percentiles")
+    p.add_argument("--warm-up-run", type=float, default=0.0, metavar="S",
+                   help="seconds of the same pipeline run first in each run's process")
     p.add_argument("--systems", default=",".join(SYSTEMS))
     p.add_argument("--workloads", default=",".join(WORKLOADS))
     p.add_argument("--data", default=str(REPO / "data"),
@@ -231,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"host": socket.gethostname(), "cores": os.cpu_count(),
                                "seconds": args.seconds, "max_seconds": max_seconds,
                                "rate": args.rate, "max_rate": args.max_rate,
-                               "warmup_s": args.warmup, "workloads": {}}
+                               "warmup_s": args.warmup, "warm_up_run_s": args.warm_up_run,
+                               "workloads": {}}
     flights_dir = None
     if "flights" in workloads:
         from examples.flights import flights_path
@@ -254,14 +268,16 @@ def main(argv: list[str] | None = None) -> int:
             for system in systems:
                 try:
                     sustained = _run(system, args.rate, args.seconds, Path(tmp), args.warmup,
-                                     workload, flights_dir, pyflink, check=True)
+                                     workload, flights_dir, pyflink, check=True,
+                                     warm_up_run_s=args.warm_up_run)
                 except RuntimeError as exc:  # keep the other systems' figures
                     print(f"{workload} {system}: {exc}", flush=True)
                     done[system] = {"error": str(exc)[-3000:]}
                     continue
                 try:
                     maximum = _run(system, args.max_rate, max_seconds, Path(tmp), args.warmup,
-                                   workload, flights_dir, pyflink)
+                                   workload, flights_dir, pyflink,
+                                   warm_up_run_s=args.warm_up_run)
                 except RuntimeError as exc:  # the sustained figures stand
                     print(f"{workload} {system} max: {exc}", flush=True)
                     maximum = {"error": str(exc)[-3000:], "events": 0, "throughput_per_s": None,

@@ -1,7 +1,7 @@
 """flintlock's and Structured Streaming's streaming programs, each run in its own process::
 
     python -m benchmarks.streaming.programs flintlock|structured-streaming OUT RATE SECONDS \\
-        [events|flights] [FLIGHTS_DIR]
+        [events|flights] [FLIGHTS_DIR] [--warm-up-run S]
 
 (PyFlink's are ``benchmarks/streaming/pyflink_programs.py``.)
 
@@ -159,7 +159,6 @@ def run_structured_streaming(out: str, rate: int, seconds: float) -> None:
     events = python_rate_source(spark, _event, rate, int(rate * seconds),
                                 "id long, word string, created_ms long")
     _run_for(_events_query(events, out), seconds)
-    spark.stop()
 
 
 def run_structured_streaming_rate(out: str, rate: int, seconds: float) -> None:
@@ -172,7 +171,6 @@ def run_structured_streaming_rate(out: str, rate: int, seconds: float) -> None:
                       F.concat(F.lit("w"), (F.col("value") % WORDS).cast("string")).alias("word"),
                       F.unix_millis(F.col("timestamp")).alias("created_ms")))
     _run_for(_events_query(events, out), seconds)
-    spark.stop()
 
 
 def run_flintlock_flights(out: str, rate: int, seconds: float, flights_dir: str) -> None:
@@ -232,7 +230,6 @@ def run_structured_streaming_flights(out: str, rate: int, seconds: float,
     events = python_rate_source(spark, flight_events(flights_dir), rate, int(rate * seconds),
                                 SCHEMA)
     _run_for(_windows_query(events, out), seconds)
-    spark.stop()
 
 
 def run_structured_streaming_rate_flights(out: str, rate: int, seconds: float,
@@ -259,7 +256,6 @@ def run_structured_streaming_rate_flights(out: str, rate: int, seconds: float,
               .select("origin", "dep_delay", "created_ms", F.timestamp_millis(
                   F.col("sched_ms") + F.col("cycle") * CYCLE_MS).alias("sched_dep")))
     _run_for(_windows_query(events, out), seconds)
-    spark.stop()
 
 
 RUNNERS: dict[tuple[str, str], Any] = {
@@ -276,10 +272,33 @@ RUNNERS: dict[tuple[str, str], Any] = {
 
 
 def main(argv: list[str]) -> int:
-    system, out, rate, seconds = argv[0], argv[1], int(argv[2]), float(argv[3])
-    workload = argv[4] if len(argv) > 4 else "events"
-    extra = argv[5:6] if workload == "flights" else []
-    RUNNERS[(system, workload)](out, rate, seconds, *extra)
+    """``SYSTEM OUT RATE SECONDS [WORKLOAD] [FLIGHTS_DIR] [--warm-up-run S]``: with
+    ``--warm-up-run``, the same pipeline first runs for ``S`` seconds at ``RATE`` into
+    ``OUT-warm-up`` (discarded), then the measured run follows in the same process: the same
+    JVMs and Python workers (flintlock's local cluster and Spark server, Structured Streaming's
+    SparkSession), as on a session cluster whose TaskManagers ran a job before."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m benchmarks.streaming.programs")
+    p.add_argument("system")
+    p.add_argument("out")
+    p.add_argument("rate", type=int)
+    p.add_argument("seconds", type=float)
+    p.add_argument("workload", nargs="?", default="events")
+    p.add_argument("flights_dir", nargs="?")
+    p.add_argument("--warm-up-run", type=float, default=0.0, metavar="S")
+    args = p.parse_args(argv)
+    runner = RUNNERS[(args.system, args.workload)]
+    extra = [args.flights_dir] if args.workload == "flights" else []
+    if args.warm_up_run > 0:
+        runner(args.out + "-warm-up", args.rate, args.warm_up_run, *extra)
+    runner(args.out, args.rate, args.seconds, *extra)
+    if args.system.startswith("structured-streaming"):
+        from pyspark.sql import SparkSession
+
+        session = SparkSession.getActiveSession()
+        if session is not None:
+            session.stop()
     return 0
 
 

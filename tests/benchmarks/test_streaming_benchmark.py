@@ -275,6 +275,15 @@ def test_report_renders_every_workload_system_and_target() -> None:
     assert "+0.5 MiB/min over 60 s | open (needs a 600 s run) |" in text
 
 
+def test_report_names_the_warm_up_run() -> None:
+    text = report.render({**_doc(), "warm_up_run_s": 30.0}, "x.json")
+    assert "--warmup 10 --warm-up-run 30" in text
+    assert "first ran the same pipeline at the same rate for 30 s" in text
+    assert "leave out what was created in the first 10 s of each run: a new job's first " \
+           "seconds" in text
+    assert "--warm-up-run" not in report.render(_doc(), "x.json")
+
+
 def test_report_quotes_the_runs_note_before_the_workloads() -> None:
     assert "This run:" not in report.render(_doc(), "x.json")
     doc = {**_doc(), "note": "a slower hour"}
@@ -372,6 +381,24 @@ def test_commands_of_the_three_systems(tmp_path: Path) -> None:
     cmd = _command("flintlock", "events", tmp_path / "o", 100, 5.0, flights, None)
     assert cmd[1:] == ["-m", "benchmarks.streaming.programs", "flintlock", str(tmp_path / "o"),
                        "100", "5.0", "events"]
+    cmd = _command("structured-streaming", "flights", tmp_path / "o", 100, 5.0, flights, None,
+                   warm_up_run_s=30.0)
+    assert cmd[3:] == ["structured-streaming", str(tmp_path / "o"), "100", "5.0", "flights",
+                       str(flights), "--warm-up-run", "30.0"]
+
+
+def test_a_warm_up_run_goes_first_in_the_same_process_into_its_own_directory(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks.streaming import programs
+
+    calls: list[tuple] = []
+    monkeypatch.setitem(programs.RUNNERS, ("flintlock", "flights"),
+                        lambda *args: calls.append(args))
+    programs.main(["flintlock", "/o", "100", "5", "flights", "/f", "--warm-up-run", "20"])
+    assert calls == [("/o-warm-up", 100, 20.0, "/f"), ("/o", 100, 5.0, "/f")]
+    calls.clear()
+    programs.main(["flintlock", "/o", "100", "5", "flights", "/f"])
+    assert calls == [("/o", 100, 5.0, "/f")]
 
 
 def test_pyflink_statements() -> None:
