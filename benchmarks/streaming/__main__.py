@@ -30,11 +30,13 @@ Per system and workload:
   and the RSS growth over the run's second half (MiB/min, of the processes seen in at least three
   samples: a JVM's transient forks are left out; the memory target is a 10-minute run,
   ``--seconds 600 --max-seconds 60``);
-- ``--warm-up-run S``: each run's process first runs the same pipeline at the same rate for
-  ``S`` seconds (output discarded), then the measured run in the same JVMs and Python workers,
-  as a job on a session cluster whose TaskManagers ran before (flintlock, Structured Streaming;
-  PyFlink's program takes no warm-up run and starts cold). RSS and wall time cover both runs;
-  throughput and latency only the measured one;
+- ``--warm-up-run S``: each sustained run's process first runs the same pipeline at the same
+  rate for ``S`` seconds (output discarded), then the measured run in the same JVMs and Python
+  workers, as a job on a session cluster whose TaskManagers ran before (flintlock, Structured
+  Streaming; PyFlink's program takes no warm-up run and starts cold). RSS and wall time cover
+  both runs; throughput and latency only the measured one. Max-rate runs start cold: their
+  input is ``--max-rate`` x ``--max-seconds`` events, which takes minutes to drain, and a
+  warm-up run of ``S`` seconds' worth at that rate would take as long;
 - max: ``--max-rate`` events/s offered for ``--max-seconds`` (default ``--seconds``): the
   throughput reached.
 
@@ -276,8 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 try:
                     maximum = _run(system, args.max_rate, max_seconds, Path(tmp), args.warmup,
-                                   workload, flights_dir, pyflink,
-                                   warm_up_run_s=args.warm_up_run)
+                                   workload, flights_dir, pyflink)
                 except RuntimeError as exc:  # the sustained figures stand
                     print(f"{workload} {system} max: {exc}", flush=True)
                     maximum = {"error": str(exc)[-3000:], "events": 0, "throughput_per_s": None,
