@@ -19,7 +19,9 @@ slots, separate processes, ephemeral ports):
    is counted exactly, checks the job is still RUNNING, cancels it with ``flintlock cancel`` and
    times the cancel to CANCELED.
 4. Stops the cluster and checks that none of its processes (JobManager, TaskManagers, their
-   Spark servers and Python workers) is left.
+   Spark servers and Python workers) is left ``STOP_GRACE_S`` after ``flintlock cluster stop``
+   returned (it SIGKILLs what is left of each TaskManager's process group last and does not
+   wait for those to end).
 
 Prints each check and writes the figures to ``benchmarks/results/streaming-examples-<time>.json``;
 exits 1 if any check fails.
@@ -48,6 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.failover import FLINTLOCK, REPO, SessionCluster, _wait
 
 _JOB_ID = re.compile(r"submitted with JobID ([0-9a-f]{32})")
+#: how long the cluster's processes may take to end after ``flintlock cluster stop`` returned (s)
+STOP_GRACE_S = 10.0
 _ROW = re.compile(r"Row\(word=(['\"])(.*?)\1, window_start=.*?, count=(\d+)\)")
 
 
@@ -147,6 +151,13 @@ def check_alerts(data: Path, out: Path) -> dict[str, Any]:
             "unexpected": len(got - expected), "ok": got == expected and bool(expected)}
 
 
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 def _processes(cluster: SessionCluster) -> list[psutil.Process]:
     """The cluster's processes: those whose pid files name them, and all their descendants."""
     found = []
@@ -225,7 +236,20 @@ def run(data: Path, seconds: float, work: Path) -> dict[str, Any]:
             "ok": counted_ok and state == "RUNNING" and final == "CANCELED"}
         print(f"word count: {result['word_count']}", flush=True)
         processes = _processes(cluster)
-    alive = [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    stopped = time.monotonic()
+    holder = [processes]
+
+    def gone() -> bool:
+        holder[0] = [p for p in holder[0] if _alive(p)]
+        return not holder[0]
+
+    try:  # `cluster stop` SIGKILLs each TaskManager's process group last: its JVM may take a moment
+        _wait(gone, STOP_GRACE_S, "every cluster process gone after `cluster stop`", 0.1,
+              lambda: [" ".join(p.cmdline()[:3]) for p in holder[0] if _alive(p)])
+    except TimeoutError as exc:
+        print(exc, flush=True)
+    alive = [p for p in holder[0] if _alive(p)]
+    result["processes_gone_after_stop_s"] = round(time.monotonic() - stopped, 2)
     result["processes_after_stop"] = [" ".join(p.cmdline()[:4]) for p in alive]
     result["departures"].update(check_departures(data, work / "departures"))
     result["carrier_alerts"].update(check_alerts(data, work / "alerts"))
@@ -234,7 +258,8 @@ def run(data: Path, seconds: float, work: Path) -> dict[str, Any]:
         print(f"{name}: {result[name]}", flush=True)
     result["ok"] = (all(result[n]["ok"] for n in ("departures", "carrier_alerts", "word_count"))
                     and not alive)
-    print(f"cluster processes left after stop: {len(alive)} {result['processes_after_stop']}")
+    print(f"cluster processes ({len(processes)}) left {result['processes_gone_after_stop_s']} s "
+          f"after `cluster stop` returned: {len(alive)} {result['processes_after_stop']}")
     return result
 
 

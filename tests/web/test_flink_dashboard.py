@@ -30,6 +30,12 @@ pytestmark = [pytest.mark.web, pytest.mark.process, pytest.mark.spark, pytest.ma
 #: how long each route is watched after it rendered (the dashboard refreshes every 300 ms here:
 #: at least one refresh)
 WATCH_S = 0.4
+#: a page with requests in flight this long is taken as settled if none of them is stuck: the
+#: dashboard polls every 300 ms here, so on a busy machine its next requests often start before
+#: the last ones ended and a page that polls is never quiet
+BUSY_S = 5.0
+#: a request in flight this long is stuck
+STUCK_S = 10.0
 #: rows of the job that keeps running through the test (20 ms each: ~30 min)
 RUNNING_ROWS = 90_000
 
@@ -97,12 +103,13 @@ def _routes(cluster: dict[str, Any], jobs: dict[str, str]) -> list[str]:
 
 class _Watch:
     """What the page did: REST answers that were not 2xx, console errors, uncaught exceptions,
-    requests still in flight; each problem is kept with the route it happened on."""
+    requests stuck in flight; each problem is kept with the route it happened on."""
 
     def __init__(self, page: Any, prefix: str) -> None:
         self.route = "(loading)"
         self.problems: list[tuple[str, str]] = []
-        self.in_flight = 0
+        #: request -> when it started (``time.monotonic``)
+        self.in_flight: dict[Any, float] = {}
         self.answers = 0
         self._prefix = prefix
         page.on("request", self._request)
@@ -116,14 +123,14 @@ class _Watch:
         self.problems.append((self.route, what))
 
     def _request(self, request: Any) -> None:
-        self.in_flight += 1
+        self.in_flight[request] = time.monotonic()
 
     def _done(self, request: Any) -> None:
-        self.in_flight -= 1
+        self.in_flight.pop(request, None)
         self.answers += 1
 
     def _failed(self, request: Any) -> None:
-        self.in_flight -= 1
+        self.in_flight.pop(request, None)
         if request.failure != "net::ERR_ABORTED":  # a poll cut short by navigation
             self._problem(f"{request.method} {request.url}: {request.failure}")
 
@@ -132,15 +139,26 @@ class _Watch:
             self._problem(f"{response.request.method} {response.url[len(self._prefix):]} -> "
                           f"{response.status} {response.text()[:200]!r}")
 
+    def _stuck(self) -> list[str]:
+        now = time.monotonic()
+        return [f"{r.method} {r.url} ({now - t:.0f} s)" for r, t in self.in_flight.items()
+                if now - t > STUCK_S]
+
     def settle(self, page: Any, timeout_s: float = 20.0) -> None:
-        """Watch for ``WATCH_S`` after the route's first answers, until nothing is in flight."""
+        """Watch for ``WATCH_S`` after the route's first answers, until nothing is in flight, or
+        after ``BUSY_S`` until no request has been in flight longer than ``STUCK_S`` (a page's
+        polls may overlap; none may hang)."""
         start, answers = time.monotonic(), self.answers
         while time.monotonic() < start + timeout_s:
-            if (time.monotonic() >= start + WATCH_S and self.in_flight <= 0
-                    and self.answers > answers):
+            elapsed = time.monotonic() - start
+            if self.answers > answers and (
+                    (elapsed >= WATCH_S and not self.in_flight)
+                    or (elapsed >= BUSY_S and not self._stuck())):
                 return
             page.wait_for_timeout(50)  # lets Playwright deliver the page's events
-        self._problem(f"still {self.in_flight} requests in flight after {timeout_s} s")
+        stuck = self._stuck()
+        self._problem(f"{len(stuck)} requests stuck in flight: {', '.join(stuck)}" if stuck
+                      else f"no answer within {timeout_s} s")
 
 
 def test_every_route_of_flinks_dashboard_renders_without_errors(
