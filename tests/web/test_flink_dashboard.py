@@ -33,9 +33,9 @@ WATCH_S = 0.4
 #: a page with requests in flight this long is taken as settled if none of them is stuck: the
 #: dashboard polls every 300 ms here, so on a busy machine its next requests often start before
 #: the last ones ended and a page that polls is never quiet
-BUSY_S = 5.0
+BUSY_S = 12.0
 #: a request in flight this long is stuck
-STUCK_S = 10.0
+STUCK_S = 12.0
 #: rows of the job that keeps running through the test (20 ms each: ~30 min)
 RUNNING_ROWS = 90_000
 
