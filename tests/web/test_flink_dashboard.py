@@ -36,6 +36,15 @@ WATCH_S = 0.4
 BUSY_S = 12.0
 #: a request in flight this long is stuck
 STUCK_S = 12.0
+#: how long a page's code editors (log and configuration viewers) must keep their size before the
+#: test leaves the route: Flink's ``flinkAutoResize`` and ng-zorro's ``nz-code-editor`` each
+#: debounce a resize by 50 ms, and ng-zorro's ``takeUntil(destroy$)`` before its debounce flushes
+#: a pending resize after the editor was disposed ("Cannot read properties of null (reading
+#: 'layout')"), so leaving within ~100 ms of a resize throws in the dashboard, not in flintlock
+EDITOR_QUIET_S = 0.3
+#: the sizes of the page's code editors and whether Monaco has rendered in each
+_EDITOR_SIZES_JS = """() => Array.from(document.querySelectorAll('nz-code-editor')).map(
+    e => [e.clientWidth, e.clientHeight, !!e.querySelector('.monaco-editor')])"""
 #: rows of the job that keeps running through the test (20 ms each: ~30 min)
 RUNNING_ROWS = 90_000
 
@@ -111,6 +120,8 @@ class _Watch:
         #: request -> when it started (``time.monotonic``)
         self.in_flight: dict[Any, float] = {}
         self.answers = 0
+        #: route -> how many code editors it showed (rendered by Monaco)
+        self.editors: dict[str, int] = {}
         self._prefix = prefix
         page.on("request", self._request)
         page.on("requestfinished", self._done)
@@ -154,11 +165,29 @@ class _Watch:
             if self.answers > answers and (
                     (elapsed >= WATCH_S and not self.in_flight)
                     or (elapsed >= BUSY_S and not self._stuck())):
+                self._editors_settle(page, start + timeout_s)
                 return
             page.wait_for_timeout(50)  # lets Playwright deliver the page's events
         stuck = self._stuck()
         self._problem(f"{len(stuck)} requests stuck in flight: {', '.join(stuck)}" if stuck
                       else f"no answer within {timeout_s} s")
+
+    def _editors_settle(self, page: Any, deadline: float) -> None:
+        """Wait until every code editor on the page shows Monaco and kept its size for
+        ``EDITOR_QUIET_S`` (see there); a problem names the sizes seen when it never does."""
+        sizes, since = None, time.monotonic()
+        while True:
+            now_sizes = page.evaluate(_EDITOR_SIZES_JS)
+            now = time.monotonic()
+            if now_sizes != sizes:
+                sizes, since = now_sizes, now
+            elif all(rendered for _, _, rendered in sizes) and now - since >= EDITOR_QUIET_S:
+                self.editors[self.route] = len(sizes)
+                return
+            if now > deadline:
+                self._problem(f"code editors never settled: [width, height, rendered] {sizes}")
+                return
+            page.wait_for_timeout(50)
 
 
 def test_every_route_of_flinks_dashboard_renders_without_errors(
@@ -187,5 +216,9 @@ def test_every_route_of_flinks_dashboard_renders_without_errors(
     finally:
         context.close()
     counts = Counter(f"{route}: {what}" for route, what in watch.problems)
+    # the log viewers were waited for (a route's error shows on the next route, when its editor
+    # is disposed: the stdout viewer's on job-manager/log)
+    assert all(watch.editors.get(f"job-manager/{tab}", 0) >= 1 for tab in ("logs", "stdout")), \
+        watch.editors
     assert not counts, (f"{len(watch.problems)} problems on {len(routes)} routes of Flink's "
                         "dashboard:\n" + "\n".join(f"{n}x {p}" for p, n in counts.most_common()))
