@@ -178,6 +178,8 @@ class _Watch:
         sizes, since = None, time.monotonic()
         while True:
             now_sizes = page.evaluate(_EDITOR_SIZES_JS)
+            if not now_sizes:  # no code editor on the page
+                return
             now = time.monotonic()
             if now_sizes != sizes:
                 sizes, since = now_sizes, now
