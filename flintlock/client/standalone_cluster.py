@@ -42,7 +42,7 @@ from flintlock.runtime.highavailability.services import (
     create_ha_services,
 )
 from flintlock.runtime.net.ssl_utils import rest_client_ssl_context
-from flintlock.runtime.processes import pid_alive
+from flintlock.runtime.processes import pid_alive, process_group_alive
 
 #: in the state directory: the high-availability settings with which clients find the leader
 HA_SETTINGS_FILE = "ha.json"
@@ -465,9 +465,27 @@ def _terminate_daemons(state: Path, pid_files: list[Path], grace_s: float) -> li
                 os.killpg(pid, signal.SIGKILL)  # survivors, and any child left in the group
             except ProcessLookupError:
                 pass
+            _await_group_end(pid)
         path.unlink(missing_ok=True)
         (state / f"{path.stem}.port").unlink(missing_ok=True)
     return stopped
+
+
+#: how long (s) ``cluster stop`` waits for a killed daemon's process group to end (a Spark
+#: server's JVM takes a moment to exit after SIGKILL)
+GROUP_END_WAIT_S = 10.0
+
+
+def _await_group_end(pgid: int, wait_s: float = GROUP_END_WAIT_S) -> bool:
+    """Poll until no process of group ``pgid`` runs (``process_group_alive``), for at most
+    ``wait_s``; returns whether the group ended, so that a stopped cluster leaves no process
+    behind when ``stop_cluster`` returns."""
+    deadline = time.monotonic() + wait_s
+    while process_group_alive(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def stop_cluster(configuration: Configuration) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["PARENT_PID_ENV", "exit_with_parent", "pid_alive"]
+__all__ = ["PARENT_PID_ENV", "exit_with_parent", "pid_alive", "process_group_alive"]
 
 #: set by a process that starts TaskManagers which must end with it (``exit_with_parent``)
 PARENT_PID_ENV = "FLINTLOCK_PARENT_PID"
@@ -26,6 +26,30 @@ def pid_alive(pid: int) -> bool:
             return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
     except (OSError, IndexError):  # no /proc (not Linux), or it ended meanwhile
         return True
+
+def process_group_alive(pgid: int) -> bool:
+    """Whether any process of process group ``pgid`` runs (zombies do not count, as in
+    ``pid_alive``): ``killpg(pgid, 0)``, then Linux's ``/proc/<pid>/stat`` (its ``pgrp`` field)
+    for a member that is not a zombie. Without ``/proc``, any member counts."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return True
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                state, _ppid, pgrp = stat.read().rsplit(b")", 1)[1].split()[:3]
+        except (OSError, ValueError):  # it ended meanwhile
+            continue
+        if int(pgrp) == pgid and state != b"Z":
+            return True
+    return False
 
 
 def exit_with_parent(expected_parent: int) -> None:
