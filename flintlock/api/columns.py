@@ -101,7 +101,7 @@ _OPAQUE = frozenset({"SQLExpression", "UnresolvedStar", "UnresolvedRegex", "Pyth
 
 def _counts_rows(expr: Any) -> bool:
     """``count(*)``: a non-distinct count whose one argument is an unqualified star."""
-    args = getattr(expr, "_args", None) or ()
+    args: tuple[Any, ...] = getattr(expr, "_args", None) or ()
     return (getattr(expr, "_name", None) == "count" and not getattr(expr, "_is_distinct", False)
             and len(args) == 1 and type(args[0]).__name__ == "UnresolvedStar"
             and getattr(args[0], "_unparsed_target", None) is None)

@@ -595,9 +595,9 @@ class KeyedStream(DataStream):
         if isinstance(fn, KeyedProcessFunction) and fn.is_stateful:
             from flintlock.runtime.operators.time_specs import StatefulProcessSpec
 
-            spec = StatefulProcessSpec(self._keys, _pending(fn), to_ddl(output_schema),
-                                       self.time_column())
-            return self._one_input("KeyedProcess", spec, function=fn)
+            stateful = StatefulProcessSpec(self._keys, _pending(fn), to_ddl(output_schema),
+                                           self.time_column())
+            return self._one_input("KeyedProcess", stateful, function=fn)
         fn = as_callable(fn, KeyedProcessFunction, "process")
         spec = KeyedProcessSpec(self._keys, _pending(fn), to_ddl(output_schema))
         return self._one_input("KeyedProcess", spec, function=fn)

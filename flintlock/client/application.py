@@ -151,13 +151,19 @@ async def run_application(spec: ApplicationSpec, dispatcher: Any, configuration:
             run_program(spec.program, list(spec.args), context)
         except BaseException as exc:  # reported as the application's failure
             error = exc
+
+        def finish() -> None:
+            if not main_done.done():
+                main_done.set_result(error)
+
         if not loop.is_closed():
-            loop.call_soon_threadsafe(lambda: main_done.done() or main_done.set_result(error))
+            loop.call_soon_threadsafe(finish)
 
     log.info("Running the application's main(): %s %s", spec.program, " ".join(spec.args))
     threading.Thread(target=main, name="application-main", daemon=True).start()
     stopped = asyncio.ensure_future(stop.wait())
-    await asyncio.wait([main_done, stopped], return_when=asyncio.FIRST_COMPLETED)
+    waited: list[asyncio.Future[Any]] = [main_done, stopped]
+    await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
     if not main_done.done() or stop.is_set():
         stopped.cancel()
         return None

@@ -192,8 +192,8 @@ class PollingJobClient:
     """The waiting and reporting shared by the MiniCluster and REST JobClients.
 
     Subclasses answer ``_result(wait_s)`` (the JobResult once terminal, else ``None``, waiting
-    up to ``wait_s`` on the Dispatcher for it) and
-    ``get_job_details()``; this class waits (with rich progress bars when ``show_progress``),
+    up to ``wait_s`` on the Dispatcher for it), ``get_job_details()`` and ``cancel()``; this
+    class waits (with rich progress bars when ``show_progress``),
     prints each failure and restart as it happens (``flintlock.client.job_events``; above the bars,
     or as plain stderr lines without them), prints the job's end line to stderr and turns
     failures into ``JobExecutionException``.
@@ -216,6 +216,9 @@ class PollingJobClient:
         raise NotImplementedError
 
     def get_job_details(self) -> ArchivedExecutionGraph:
+        raise NotImplementedError
+
+    def cancel(self) -> None:
         raise NotImplementedError
 
     def get_job_result(self, timeout_s: float | None = None) -> JobResult:

@@ -14,7 +14,14 @@ import time
 from collections.abc import Callable
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from flintlock.runtime.executiongraph.archived import ArchivedExecutionGraph, ArchivedJobVertex
 
@@ -58,7 +65,7 @@ def follow_job(
         transient=False,
         disable=not console.is_terminal,
     ) as progress:
-        tasks: dict[object, int] = {}
+        tasks: dict[object, TaskID] = {}
         while True:
             done = is_done()
             graph = snapshot()
@@ -91,9 +98,9 @@ def live_summary(vertex: ArchivedJobVertex) -> str:
             f"{sum(m.records_out_per_second for m in live):,.0f}/s "
             f"bp {sum(m.back_pressured_ms_per_second for m in live) / n / 10:.0f}% "
             f"busy {sum(m.busy_ms_per_second for m in live) / n / 10:.0f}%")
-    marks = [m.input_watermark for m in live]
-    if all(m is not None for m in marks):
-        low = min(marks)  # type: ignore[type-var]
+    marks = [m.input_watermark for m in live if m.input_watermark is not None]
+    if len(marks) == len(live):
+        low = min(marks)
         when = ("end" if low >= 2**63 - 1 else
                 datetime.datetime.fromtimestamp(low / 1000, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
         text += f" wm {when}"

@@ -90,7 +90,8 @@ def estimated_bytes(nodes: Mapping[int, StreamNode], edges: Sequence[StreamEdge]
             cache = {} if sources is None else sources
             if node_id not in cache:
                 cache[node_id] = _source_facts(node.spec.source)
-            return _estimate(*cache[node_id], list(reversed(chain)))
+            stats, size = cache[node_id]
+            return _estimate(stats, size, list(reversed(chain)))
         if not isinstance(node.spec, _PASS_THROUGH):
             return None
         ins = [e for e in edges if e.target_id == node_id]

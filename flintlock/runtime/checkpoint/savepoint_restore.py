@@ -94,8 +94,8 @@ def map_to_job(checkpoint: CompletedCheckpoint, job_graph: Any,
     per_subtask: dict[str, dict[str, Any]] = {}
     unclaimed: set[str] = set()
     for key, state in checkpoint.tasks.items():
-        vertex_id, _, index = key.rpartition("/")
-        subtask = int(index)
+        vertex_id, _, subtask_text = key.rpartition("/")
+        subtask = int(subtask_text)
         if state.finished and vertex_id in vertex_ids:  # it had ended: it ends again at once
             per_subtask.setdefault(key, {"operators": []})["finished"] = True
         owners = [op.operator_id for op in state.operators if _holds_state(op)]

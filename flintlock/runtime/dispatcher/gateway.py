@@ -54,7 +54,8 @@ class DispatcherGateway(Protocol):
         """Raises ``FlinkJobNotFoundException`` for an unknown id."""
         ...
 
-    async def request_job_result(self, job_id: JobID, timeout_s: float = 0.0) -> JobResult | None:
+    async def request_job_result(self, job_id: JobID, timeout_s: float = 0.0, *,
+                                 timeout: float | None = None) -> JobResult | None:
         """The JobResult once the job is globally terminal, else ``None``; with ``timeout_s``
         (s), waits up to that long for it (a blocking query) before answering ``None``.
 

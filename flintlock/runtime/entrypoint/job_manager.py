@@ -280,7 +280,7 @@ async def _lead_once(configuration: Configuration, rpc: Any, secret: str | None,
                  ha.directory, configuration.get(JM_BIND_HOST), rpc.port)
         session = await unless_stopped(events.granted, stop)
         if session is None:
-            return
+            return None
         await _stop_all(started)  # the standby's REST: the leader's binds its port
         log.info("JobManager leads (session %s)", session)
         rest, reporter, addresses, dispatcher = await _start_components(

@@ -140,8 +140,12 @@ async def _serve(configuration: Configuration, port_file: str | Path | None, sto
     )
     await task_executor.start()
     if leader is not None:
-        leader.on_change(lambda address, session: address and task_executor.post(
-            task_executor.notify_resource_manager_leader, address, session))
+        def leader_changed(address: str | None, session_id: str | None) -> None:
+            if address:
+                task_executor.post(task_executor.notify_resource_manager_leader, address,
+                                   session_id)
+
+        leader.on_change(leader_changed)
         if leader.address is not None:  # the leader now (it may have changed meanwhile)
             task_executor.post(task_executor.notify_resource_manager_leader, leader.address,
                                leader.session_id)

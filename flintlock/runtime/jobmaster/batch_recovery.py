@@ -141,9 +141,13 @@ class BatchJobEvents:
         self.initializations = len(replayed)
         if len(replayed) < len(recorded.initializations) and self._run_io is not None:
             keep = len(replayed)
-            self._run_io(lambda: self.store.drop_initializations(self.job_id, keep),
-                         lambda _r, e: e is not None and log.warning(
-                             "job %s: dropping stale initializations failed: %s", self.job_id, e))
+
+            def dropped(_: Any, error: BaseException | None) -> None:
+                if error is not None:
+                    log.warning("job %s: dropping stale initializations failed: %s",
+                                self.job_id, error)
+
+            self._run_io(lambda: self.store.drop_initializations(self.job_id, keep), dropped)
         if replayed:
             log.info("job %s: batch job recovery rebuilt %d vertices as an earlier leader decided "
                      "them", self.job_id, len(replayed))

@@ -16,6 +16,7 @@ was cancelled or failed (Flink ``CheckpointProperties``: finished jobs always di
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import Callable
@@ -242,7 +243,7 @@ class CheckpointCoordinatorShell:
                 self._finalize(command.checkpoint)
             elif isinstance(command, DiscardCheckpoint):
                 location = command.location
-                self._io(lambda location=location: self._discard(location),
+                self._io(functools.partial(self._discard, location),
                          _log_error(f"discarding {location}"))
             elif isinstance(command, ExpireCheckpoint):
                 self.jm.schedule(command.delay_s, self._expire, command.checkpoint_id)

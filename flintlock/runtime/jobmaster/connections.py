@@ -52,7 +52,7 @@ class JobMasterConnections:
     job_id: JobID
     job_result: Any
     address: str
-    fencing_token: str
+    fencing_token: str | None
     resource_id: ResourceID
     resource_manager_address: str
     rpc_service: RpcService
@@ -82,7 +82,7 @@ class JobMasterConnections:
 
         async def register() -> tuple[ResourceManagerGateway, RegistrationResponse]:
             gateway = await self.rpc_service.connect(
-                self.resource_manager_address, ResourceManagerGateway,  # type: ignore[type-abstract]
+                self.resource_manager_address, ResourceManagerGateway,
                 fencing_token=self.fencing_token)
             response = await gateway.register_job_master(self.job_id, self.address, self.resource_id)
             return gateway, response

@@ -23,20 +23,23 @@ __all__ = ["JobMasterGateway"]
 
 
 class JobMasterGateway(Protocol):
-    async def update_task_execution_state(self, state: TaskExecutionState) -> Acknowledge:
+    async def update_task_execution_state(self, state: TaskExecutionState, *,
+                                          timeout: float | None = None) -> Acknowledge:
         """A task changed state (INITIALIZING, RUNNING, FINISHED with result, FAILED with error,
         CANCELED). Unknown attempts are acknowledged and ignored (they belong to an old attempt).
         """
         ...
 
     async def register_task_manager(
-        self, resource_id: ResourceID, task_executor_address: str
+        self, resource_id: ResourceID, task_executor_address: str, *,
+        timeout: float | None = None,
     ) -> RegistrationResponse:
         """A TaskExecutor that holds slots for this job connects; heartbeats start. Idempotent."""
         ...
 
     async def offer_slots(
-        self, resource_id: ResourceID, offers: tuple[SlotOffer, ...]
+        self, resource_id: ResourceID, offers: tuple[SlotOffer, ...], *,
+        timeout: float | None = None,
     ) -> tuple[SlotOffer, ...]:
         """Offer allocated slots; returns the accepted ones (the rest are to be freed)."""
         ...

@@ -258,7 +258,7 @@ class JobMaster(JobMasterConnections, JobMasterCheckpointRpcs, FencedRpcEndpoint
         unknown Spark, or the ResourceManager did not answer within ``CLUSTER_SPARK_TIMEOUT_S``."""
         async def ask() -> Any:
             gateway = await self.rpc_service.connect(
-                self.resource_manager_address, ResourceManagerGateway,  # type: ignore[type-abstract]
+                self.resource_manager_address, ResourceManagerGateway,
                 fencing_token=self.fencing_token)
             return await gateway.request_resource_overview()
 
@@ -486,7 +486,7 @@ class JobMaster(JobMasterConnections, JobMasterCheckpointRpcs, FencedRpcEndpoint
     async def _call_te(self, address: str, method: str, *args: Any) -> Any:
         if address not in self._te_gateways:
             gateway: TaskExecutorGateway = await self.rpc_service.connect(
-                address, TaskExecutorGateway,  # type: ignore[type-abstract]
+                address, TaskExecutorGateway,
                 fencing_token=self.fencing_token)
             self._te_gateways[address] = gateway
         return await getattr(self._te_gateways[address], method)(*args)

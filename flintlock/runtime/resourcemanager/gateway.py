@@ -165,12 +165,13 @@ class ResourceOverview:
 
 class ResourceManagerGateway(Protocol):
     async def register_task_executor(
-        self, registration: TaskExecutorRegistration
+        self, registration: TaskExecutorRegistration, *, timeout: float | None = None
     ) -> RegistrationResponse:
         """Register (or re-register) a TaskExecutor; it then sends its SlotReport. Idempotent."""
         ...
 
-    async def send_slot_report(self, resource_id: ResourceID, slot_report: SlotReport) -> Acknowledge:
+    async def send_slot_report(self, resource_id: ResourceID, slot_report: SlotReport, *,
+                               timeout: float | None = None) -> Acknowledge:
         """The TaskExecutor's slots and their allocations (after registration)."""
         ...
 

@@ -330,7 +330,7 @@ class ResourceManager(FencedRpcEndpoint):
                 spark=dict(w.registration.spark),
                 cpu_cores=w.registration.cpu_cores,
                 memory=dict(w.registration.memory),
-                allocated_slots=tuple(s.job_id for s in held[rid]),
+                allocated_slots=tuple(j for s in held[rid] if (j := s.job_id) is not None),
                 allocated_slot_resources=tuple(r for s in held[rid]
                                                if (r := tracker.slot_resource(s)) is not None),
                 total_resource=tracker.total_resource(rid),

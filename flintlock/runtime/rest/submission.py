@@ -36,9 +36,9 @@ import importlib.metadata
 import io
 import pickle
 import platform
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from flintlock.runtime.jobgraph.job_graph import JobGraph
 
@@ -96,7 +96,10 @@ class _RestrictedUnpickler(pickle._Unpickler):  # the Python unpickler: its opco
     """Loads flintlock classes, safe builtins and collections containers, without running any
     flintlock constructor (``LogDirectory(path)`` would create a directory)."""
 
-    dispatch = dict(pickle._Unpickler.dispatch)
+    # typeshed leaves out _Unpickler's undocumented ``stack`` and ``load_*`` opcode methods, and
+    # types ``dispatch`` with the C ``Unpickler`` as argument
+    stack: list[Any]
+    dispatch: ClassVar[dict[int, Callable[[Any], None]]] = dict(pickle._Unpickler.dispatch)
 
     def find_class(self, module: str, name: str) -> Any:
         if module == "builtins" and name in _SAFE_BUILTINS:
@@ -128,15 +131,15 @@ class _RestrictedUnpickler(pickle._Unpickler):  # the Python unpickler: its opco
         func = self.stack[-2]
         if not _may_call(func):
             self._refuse_call(func)
-        super().load_reduce()
+        super().load_reduce()  # type: ignore[misc]  # not in typeshed (undocumented)
 
     def load_newobj(self) -> None:
         self._check_new(self.stack[-2])
-        super().load_newobj()
+        super().load_newobj()  # type: ignore[misc]  # not in typeshed (undocumented)
 
     def load_newobj_ex(self) -> None:
         self._check_new(self.stack[-3])
-        super().load_newobj_ex()
+        super().load_newobj_ex()  # type: ignore[misc]  # not in typeshed (undocumented)
 
     def _check_new(self, cls: Any) -> None:
         # object.__new__ (or a builtin's) only allocates; a class's own __new__ could do anything

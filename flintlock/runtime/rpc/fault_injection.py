@@ -41,11 +41,14 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from flintlock.runtime.rpc.endpoint import RpcEndpoint, current_endpoint_id
 from flintlock.runtime.rpc.exceptions import RecipientUnreachable, RpcTimeout
 from flintlock.runtime.rpc.service import DEFAULT_TIMEOUT_S, GatewayProxy, RpcService
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeForm  # gateway Protocols (see rpc.service)
 
 __all__ = [
     "FaultAction",
@@ -164,8 +167,8 @@ class FaultInjectingRpcService:
     def unregister(self, endpoint: RpcEndpoint) -> None:
         self.inner.unregister(endpoint)
 
-    async def connect(self, address: str, gateway_type: type[G], timeout_s: float | None = None,
-                      *, fencing_token: str | None = None) -> G:
+    async def connect(self, address: str, gateway_type: TypeForm[G],
+                      timeout_s: float | None = None, *, fencing_token: str | None = None) -> G:
         """A gateway to ``address`` whose calls pass the fault rules (``connect`` itself too).
 
         Raises:
@@ -290,7 +293,8 @@ class _FaultInjectingGateway(GatewayProxy):
     """Gateway proxy: every method call is checked against the service's rules first."""
 
     def __init__(self, service: FaultInjectingRpcService, inner: Any, address: str,
-                 gateway_type: type[Any], timeout_s: float, fencing_token: str | None) -> None:
+                 gateway_type: TypeForm[Any], timeout_s: float,
+                 fencing_token: str | None) -> None:
         super().__init__(address, gateway_type, timeout_s, fencing_token)
         self._service = service
         self._inner = inner

@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import grpc
 import grpc.aio
@@ -63,6 +63,9 @@ from flintlock.runtime.rpc.exceptions import (
     RpcTimeout,
 )
 from flintlock.runtime.rpc.service import DEFAULT_TIMEOUT_S, GatewayProxy, gateway_methods
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeForm  # gateway Protocols (see rpc.service)
 
 __all__ = ["RPC_METHOD", "GrpcRpcService", "format_address", "parse_address"]
 
@@ -149,7 +152,7 @@ def _is_rpc_method(endpoint: RpcEndpoint, name: str) -> bool:
 class _GrpcGateway(GatewayProxy):
     """Proxy whose attributes are the gateway Protocol's methods, local or over gRPC."""
 
-    def __init__(self, service: GrpcRpcService, address: str, gateway_type: type[Any],
+    def __init__(self, service: GrpcRpcService, address: str, gateway_type: TypeForm[Any],
                  timeout_s: float, local: bool, fencing_token: str | None) -> None:
         super().__init__(address, gateway_type, timeout_s, fencing_token)
         host, port, endpoint_id = parse_address(address)
@@ -365,7 +368,7 @@ class GrpcRpcService:
     # ---- client side -----------------------------------------------------------------------------
 
     async def connect(
-        self, address: str, gateway_type: type[G], timeout_s: float | None = None,
+        self, address: str, gateway_type: TypeForm[G], timeout_s: float | None = None,
         *, fencing_token: str | None = None,
     ) -> G:
         """A gateway to the endpoint at ``address``.

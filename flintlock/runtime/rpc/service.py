@@ -14,10 +14,15 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from flintlock.runtime.rpc.endpoint import RpcEndpoint
 from flintlock.runtime.rpc.exceptions import RecipientUnreachable, RpcTimeout
+
+if TYPE_CHECKING:
+    # PEP 747: ``connect`` takes a gateway Protocol, which is no ``type[G]`` to a type checker
+    # (only concrete classes are)
+    from typing_extensions import TypeForm
 
 __all__ = ["GatewayProxy", "InProcRpcService", "RpcService", "gateway_methods", "oneway"]
 
@@ -33,7 +38,7 @@ def oneway(fn: F) -> F:
     return fn
 
 
-def gateway_methods(gateway_type: type[Any]) -> dict[str, bool]:
+def gateway_methods(gateway_type: TypeForm[Any]) -> dict[str, bool]:
     """The Protocol's public methods, mapped to whether each is ``@oneway``."""
     methods: dict[str, bool] = {}
     for name in dir(gateway_type):
@@ -54,8 +59,8 @@ class RpcService(Protocol):
 
     def unregister(self, endpoint: RpcEndpoint) -> None: ...
 
-    async def connect(self, address: str, gateway_type: type[G], timeout_s: float | None = None,
-                      *, fencing_token: str | None = None) -> G:
+    async def connect(self, address: str, gateway_type: TypeForm[G],
+                      timeout_s: float | None = None, *, fencing_token: str | None = None) -> G:
         """A gateway to the endpoint at ``address``; its calls carry ``fencing_token`` (the
         target's leader id / JobMasterId, checked by fenced endpoints).
 
@@ -74,7 +79,7 @@ class GatewayProxy:
     is_oneway)`` of the subclass returns the coroutine function that carries the call.
     """
 
-    def __init__(self, address: str, gateway_type: type[Any], timeout_s: float,
+    def __init__(self, address: str, gateway_type: TypeForm[Any], timeout_s: float,
                  fencing_token: str | None = None) -> None:
         self._address = address
         self._methods = gateway_methods(gateway_type)
@@ -105,7 +110,7 @@ class GatewayProxy:
 class _InProcGateway(GatewayProxy):
     """Proxy whose attributes call the target endpoint's handlers through its mailbox."""
 
-    def __init__(self, service: InProcRpcService, address: str, gateway_type: type[Any],
+    def __init__(self, service: InProcRpcService, address: str, gateway_type: TypeForm[Any],
                  timeout_s: float, fencing_token: str | None) -> None:
         super().__init__(address, gateway_type, timeout_s, fencing_token)
         self._service = service
@@ -158,8 +163,8 @@ class InProcRpcService:
             raise RecipientUnreachable(f"no running endpoint at {address}")
         return endpoint
 
-    async def connect(self, address: str, gateway_type: type[G], timeout_s: float | None = None,
-                      *, fencing_token: str | None = None) -> G:
+    async def connect(self, address: str, gateway_type: TypeForm[G],
+                      timeout_s: float | None = None, *, fencing_token: str | None = None) -> G:
         self.lookup(address)
         proxy = _InProcGateway(self, address, gateway_type, timeout_s or self._timeout_s,
                                fencing_token)

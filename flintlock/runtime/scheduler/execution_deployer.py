@@ -12,13 +12,13 @@ pool, shared-slot bookkeeping and command list.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.executiongraph.execution import Execution, SlotAssignment
 from flintlock.runtime.executiongraph.execution_graph import ExecutionGraph
-from flintlock.runtime.ids import ExecutionVertexID, JobVertexID
+from flintlock.runtime.ids import ExecutionAttemptID, ExecutionVertexID, JobVertexID
 from flintlock.runtime.jobgraph.types import ExecutionState
 from flintlock.runtime.jobmaster.slotpool.declarative_slot_pool import (
     AllocatedSlot,
@@ -49,6 +49,11 @@ class ExecutionDeployer:
     _shared: SharedSlotRequests
     _undeployable: list[tuple[Execution, SerializedError]]
     _out: list[Command]
+
+    #: from ``DefaultScheduler``
+    _transition: Callable[[Execution, ExecutionState, str], None]
+    _fail_execution: Callable[[Execution, SerializedError], None]
+    _attempt_order: Callable[[ExecutionAttemptID], int]
 
     def _allocate_slots_and_deploy(self, vertex_ids: tuple[ExecutionVertexID, ...]) -> None:
         executions = [self.graph.vertex(v).current_execution for v in vertex_ids]

@@ -222,13 +222,13 @@ def _head(spark: Any, node: S.ChainedNode, splits: tuple[Any, ...],
     gates = []
     schema = ""
     for g in node.gate_inputs:
-        read = read_gate(g)
-        if read.df is None:  # a streaming gate with nothing yet and no known schema
+        gate = read_gate(g)
+        if gate.df is None:  # a streaming gate with nothing yet and no known schema
             continue
-        gates.append(read.df)
-        schema = schema or read.schema
-        out.records_in += read.rows
-        out.bytes_in += read.bytes
+        gates.append(gate.df)
+        schema = schema or gate.schema
+        out.records_in += gate.rows
+        out.bytes_in += gate.bytes
     if isinstance(spec, S.JoinSpec):
         if len(gates) != 2:
             raise OperatorException(f"{where}: a join needs 2 input gates, got {len(gates)}",

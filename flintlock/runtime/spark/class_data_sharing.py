@@ -283,7 +283,10 @@ def _build(directory: Path, java_options: str, nice: int) -> int:
         temporary.unlink(missing_ok=True)
         print(failure, file=sys.stderr)
         return 1
-    class_path = str(classic._jvm.java.lang.System.getProperty("java.class.path"))
+    assert classic is not None  # else gateway and proc are None
+    jvm = classic._jvm
+    assert jvm is not None  # set while the session's SparkContext runs
+    class_path = str(jvm.java.lang.System.getProperty("java.class.path"))
     classic.sparkContext.stop()
     proc.stdin.close()  # the gateway JVM exits on EOF and writes the archive on its way out
     proc.wait(timeout=BUILD_TIMEOUT_S)

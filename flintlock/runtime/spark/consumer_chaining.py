@@ -83,6 +83,7 @@ def chain_consumer(chain: S.OperatorChain, input_dataset: IntermediateDataSetID,
                     f"vertex '{vertex_name}' was deployed to run '{consumer_name}' chained to "
                     f"its output, but {node.name!r} of that vertex reads an input gate",
                     non_recoverable=True)
+            assert node.chained_input is not None  # only a chain's head (k == 0) has none
             nodes.append(dataclasses.replace(node, chained_input=node.chained_input + base,
                                              outputs=moved))
     return S.OperatorChain(nodes=tuple(nodes), outputs=(*outputs, *consumer.outputs))

@@ -19,6 +19,7 @@ runtime runs the same function with no state, watermark and processing time at t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import cloudpickle
@@ -140,6 +141,7 @@ def _process_fn(spec: StatefulProcessSpec, out: pa.Schema, watermark: int, now: 
             fire(TimeDomain.EVENT_TIME, timers.event_timers, watermark)
             fire(TimeDomain.PROCESSING_TIME, timers.processing_timers, fire_until)
             rows = [[0, *_values(r, user_names), *([None] * (n_keys + 3))] for r in results]
+            assert scope.values is not None  # scope.load() set it; only the finally clears it
             if scope.values or timers.event_timers or timers.processing_timers:
                 blob = cloudpickle.dumps({"values": scope.values, "kinds": {
                                               n: scope.kinds.get(n) or scope.restored_kinds.get(n, "")
@@ -152,7 +154,8 @@ def _process_fn(spec: StatefulProcessSpec, out: pa.Schema, watermark: int, now: 
         finally:
             scope.values = None
             timers.event_timers = timers.processing_timers = None
-        columns = list(zip(*rows, strict=True)) if rows else [[] for _ in out.names]
+        columns: list[Sequence[Any]] = (list(zip(*rows, strict=True)) if rows
+                                         else [[] for _ in out.names])
         arrays = [pa.array(list(c), type=f.type) for c, f in zip(columns, out, strict=True)]
         return pa.Table.from_arrays(arrays, schema=out)
 

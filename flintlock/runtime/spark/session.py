@@ -387,6 +387,7 @@ class SparkSessionProvider:
         remote = self._remote()
         settings = default_spark_settings(cores)
         settings.update(self._configuration.spark_settings())
+        runtime: dict[str, str | int | bool]  # the runtime confs (RuntimeConf._set_all's type)
         if str(remote).startswith("sc://"):
             url = str(remote)
             runtime = {k: v for k, v in settings.items() if k not in _STATIC_DEFAULTS}

@@ -89,8 +89,8 @@ def row_metric_ids(nodes: list[PlanNode], edges: list[tuple[int, int]]
     """
     by_id = {n.id: n for n in nodes}
     children: dict[int, list[int]] = {}
-    for child, parent in edges:
-        children.setdefault(parent, []).append(child)
+    for child_id, parent_id in edges:
+        children.setdefault(parent_id, []).append(child_id)
     read = [n.output_rows for n in nodes if n.name.startswith("Scan ") and n.output_rows is not None]
     written: list[int] = []
     for node in nodes:

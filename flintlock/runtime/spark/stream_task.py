@@ -25,12 +25,13 @@ Follows Flink ``runtime/tasks/StreamTask`` (invoke/cancel) and ``ResultPartition
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import cloudpickle
 
@@ -102,6 +103,15 @@ _REMOTE_INTERRUPT_GRACE_S = 10.0
 _INTERRUPT_DEADLINE_S = 180.0
 
 
+class _LiveStats(Protocol):
+    """The live counters of a running task (``SparkTaskProgress``, or the streaming loop's
+    ``StreamingTaskStats``); cancellation reads whether a remote Spark stage runs."""
+
+    #: remote server: the attempt's operation last reported a Spark stage with tasks left
+    #: (None: no progress is followed)
+    remote_stage_running: bool | None
+
+
 class SparkStreamTask:
     """Runs the ``OperatorChain`` in ``env.tdd.invokable_payload`` as Spark work.
 
@@ -119,7 +129,7 @@ class SparkStreamTask:
         self._lock = threading.Lock()
         self._canceler: threading.Thread | None = None
         #: live counters while the Spark work runs (``Task.live_stats``; ``spark_progress``)
-        self.stats: SparkTaskProgress | None = None
+        self.stats: _LiveStats | None = None
 
     # ---- cancellation ------------------------------------------------------------------------
 
@@ -372,16 +382,15 @@ class SparkStreamTask:
             uri = partition_uri(str(shuffle_dir), tdd.job_id, rpdd.partition_id, tdd.attempt_id)
             written.append(uri)
             started = time.perf_counter()
-            df = self._run(lambda i=node_index, o=output: consumed_only(tc.frames[i], o.columns))
+            df = self._run(functools.partial(consumed_only, tc.frames[node_index], output.columns))
             try:
                 write = write_arrow_segment if arrow else write_partition
-                loc = self._run(lambda df=df, rpdd=rpdd, output=output, uri=uri, write=write: write(
-                    df, rpdd, output, uri, tdd.attempt_id))
+                loc = self._run(functools.partial(write, df, rpdd, output, uri, tdd.attempt_id))
             except Exception as exc:
                 if not subpartition_column_clash(exc):
                     raise
-                loc = self._run(lambda df=df, rpdd=rpdd, output=output, uri=uri: write_partition(
-                    df, rpdd, output, uri, tdd.attempt_id, shadow_sp=True))
+                loc = self._run(functools.partial(write_partition, df, rpdd, output, uri,
+                                                  tdd.attempt_id, shadow_sp=True))
             log.debug("%s: wrote output %d (%s, %s) in %.0f ms", tdd.task_name_with_subtask(),
                       out_index, output.ship_strategy.name, loc.format,
                       (time.perf_counter() - started) * 1e3)

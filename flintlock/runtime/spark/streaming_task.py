@@ -144,6 +144,9 @@ class StreamingTaskStats:
         #: the subtask's input watermark and the watermark it last sent (ms; None: none yet)
         self.input_watermark: int | None = None
         self.output_watermark: int | None = None
+        #: no Connect progress is followed: a cancelled task interrupts a remote server at once
+        #: (``SparkStreamTask._remote_interrupt_due``)
+        self.remote_stage_running: bool | None = None
 
 
 class SparkStreamingTask(SparkStreamTask):
@@ -485,7 +488,7 @@ class SparkStreamingTask(SparkStreamTask):
         for sink_index, node_index, sink in tc.sinks:
             df = tc.frames[node_index]
             if isinstance(sink, CollectSink):
-                table = self._run(lambda df=df: to_arrow(df))  # no schema round trip
+                table = self._run(functools.partial(to_arrow, df))  # no schema round trip
                 self.stats.records_out += table.num_rows
                 writer = self._collect_writers.get(sink.uid)
                 if writer is None:  # no collect coordinator (a test harness): an accumulator

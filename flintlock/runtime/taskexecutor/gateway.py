@@ -78,6 +78,8 @@ class TaskExecutorGateway(Protocol):
         allocation_id: AllocationID,
         job_master_address: str,
         resource_profile: ResourceProfile = ResourceProfile.UNKNOWN,
+        *,
+        timeout: float | None = None,
     ) -> int:
         """Allocate ``slot_id`` for ``job_id`` (ResourceManager -> TaskExecutor); returns the
         slot table's version with the allocation in it (``SlotReport.version``).
@@ -120,7 +122,7 @@ class TaskExecutorGateway(Protocol):
         """Delete the stored result partitions (no consumer needs them any more)."""
         ...
 
-    async def can_be_released(self) -> bool:
+    async def can_be_released(self, *, timeout: float | None = None) -> bool:
         """Whether stopping this TaskManager loses nothing a job still needs: no result
         partitions on its local disk (Flink ``TaskExecutorGateway#canBeReleased``)."""
         ...
@@ -176,11 +178,12 @@ class TaskExecutorGateway(Protocol):
 
     # ---- logs and metrics (Flink requestLogList / requestFileUploadByName / metric queries) ----
 
-    async def request_log_list(self) -> tuple[LogInfo, ...]:
+    async def request_log_list(self, *, timeout: float | None = None) -> tuple[LogInfo, ...]:
         """The TaskManager's log files (process log and per-attempt task logs), newest first."""
         ...
 
-    async def request_log(self, name: str | None, start: int, count: int) -> LogChunk:
+    async def request_log(self, name: str | None, start: int, count: int, *,
+                          timeout: float | None = None) -> LogChunk:
         """Up to ``count`` bytes (capped at 1 MiB) of log file ``name`` from byte ``start``
         (negative: from the end); ``name`` None reads the process log. Idempotent.
 
@@ -189,11 +192,13 @@ class TaskExecutorGateway(Protocol):
         """
         ...
 
-    async def request_metrics(self) -> TaskManagerMetricsSnapshot:
+    async def request_metrics(self, *,
+                              timeout: float | None = None) -> TaskManagerMetricsSnapshot:
         """Process, slot and task metrics of this TaskManager (Flink's metric query service)."""
         ...
 
-    async def request_thread_dump(self, max_depth: int) -> tuple[ThreadInfo, ...]:
+    async def request_thread_dump(self, max_depth: int, *,
+                                  timeout: float | None = None) -> tuple[ThreadInfo, ...]:
         """The threads of this TaskManager's process with up to ``max_depth`` frames each
         (Flink ``TaskExecutorGateway.requestThreadDump``; ``flintlock.runtime.thread_dump``)."""
         ...

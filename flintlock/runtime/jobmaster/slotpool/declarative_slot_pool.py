@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 from flintlock.runtime.clusterframework.resource_profile import ResourceProfile
 from flintlock.runtime.ids import AllocationID, ResourceID
@@ -352,5 +353,6 @@ class DeclarativeSlotPool:
         assert {r: s.allocation_id for r, s in self._by_request.items()} == {
             s.request_id: s.allocation_id for s in self._slots.values() if s.request_id is not None
         }, "request index mismatch"
-        idle = [s.idle_since for s in self._free.values()]
+        # free slots have an idle_since (checked above for the slots of the pool)
+        idle = cast(list[float], [s.idle_since for s in self._free.values()])
         assert idle == sorted(idle), f"free index out of idle order: {idle}"

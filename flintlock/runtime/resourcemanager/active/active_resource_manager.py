@@ -225,8 +225,12 @@ class ActiveResourceManager(ResourceManager):
         rid = command.resource_id
         if isinstance(command, StartWorker):
             log.info("Starting TaskManager %s (%s)", rid, command.cause_id)
-            self.run_async(self._driver.request_resource(rid, command.spec),
-                           lambda _r, error: error is not None and self._start_failed(rid, error))
+
+            def started(_: Any, error: BaseException | None) -> None:
+                if error is not None:
+                    self._start_failed(rid, error)
+
+            self.run_async(self._driver.request_resource(rid, command.spec), started)
         elif isinstance(command, StopWorker):
             log.info("Stopping TaskManager %s: %s", rid, command.reason)
             # not told: a TaskExecutor told of a disconnect registers again

@@ -393,6 +393,7 @@ class WorkerTracker:
         plan: list[tuple[WorkerResourceSpec, ResourceProfile | None, int]] = [
             (spec, None, math.ceil(max(0, wanted) / spec.number_of_slots)
              - self._starting(event, None))]
+        profile: ResourceProfile | None  # the plan's (None: default slots)
         for profile, missing in sorted(event.missing_resources.items()):
             per_worker = max(1, math.floor(spec.cpu_cores / profile.cpu_cores + 1e-6)) \
                 if profile.cpu_cores > 0 else spec.number_of_slots

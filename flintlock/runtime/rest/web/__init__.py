@@ -23,7 +23,7 @@ from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flintlock.config import Configuration
 
@@ -55,7 +55,7 @@ class _StaticWithHeaders:
         self._app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async def send_with_headers(message: dict) -> None:  # type: ignore[type-arg]
+        async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 headers += [(k.lower().encode("latin-1"), v.encode("latin-1"))

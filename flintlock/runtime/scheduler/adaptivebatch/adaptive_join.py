@@ -254,14 +254,14 @@ def _split_skew(how: str, left: JoinInput, right: JoinInput, settings: AdaptiveJ
     if not min_p <= len(reads) <= max_p or all(count < 2 for count in pieces.values()):
         return None
     left_reads, right_reads = [], []
-    for start, end, name, first, last in reads:
-        if name is None:
+    for start, end, split_side, first, last in reads:
+        if split_side is None:
             left_reads.append(left.everything(start, end))
             right_reads.append(right.everything(start, end))
             continue
         group = ConsumedSubpartitions(tuple(range(first, last + 1)), start, end)
-        left_reads.append(group if name == "left" else left.everything(start, end))
-        right_reads.append(group if name == "right" else right.everything(start, end))
+        left_reads.append(group if split_side == "left" else left.everything(start, end))
+        right_reads.append(group if split_side == "right" else right.everything(start, end))
     described = ", ".join(f"{k} ({split[k]}, {pieces[k]} subtasks)" for k in sorted(split)
                           if pieces[k] > 1)
     return ParallelismAndInputInfos(
