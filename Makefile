@@ -29,7 +29,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check flintlock tests examples
+	$(BIN)/ruff check flintlock tests examples benchmarks
+	$(BIN)/mypy flintlock
 
 clean:
 	rm -rf $(VENV) build *.egg-info
