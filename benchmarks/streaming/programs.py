@@ -35,7 +35,8 @@ scheduled departure, 1-hour tumbling event-time windows per origin airport: ``de
   ``key_by("origin")`` -> ``TumblingEventTimeWindows`` ``agg`` -> ``FileSink``; the job ends
   with the source, flushing the last windows.
 - Spark Structured Streaming: the same ``flight_events`` function through
-  ``python_rate_source`` -> ``withWatermark`` -> ``groupBy(window(sched_dep, "1 hour"), origin)``
+  ``python_rate_source`` (at most ``MAX_ROWS_PER_TRIGGER`` or half a second's flights per
+  micro-batch) -> ``withWatermark`` -> ``groupBy(window(sched_dep, "1 hour"), origin)``
   in append mode -> Parquet (``structured-streaming``); or (``structured-streaming-rate``) the
   ``rate`` source joined to the replayed flights by index (a
   broadcast of the cached flights table, ``value % n``; ``created_ms`` = the rate row's
@@ -96,14 +97,28 @@ def _run_for(query: Any, seconds: float) -> None:
     query.stop()
 
 
+#: a micro-batch of the flights query's ``python_rate_source`` reads at most this many rows,
+#: or half a second of the offered rate where that is more: Spark's admission control
+#: (``ReadMaxRows``, as ``maxOffsetsPerTrigger`` for Kafka). Without it, a windowed query
+#: offered more than it processes takes all that is due into each micro-batch, each batch is
+#: longer than the last, and the run writes nearly nothing (195 flights/s of 600,000/s offered
+#: on 2026-12-02; 53,800/s with 300,000 rows per batch, 44,502/s with 100,000, 46,577/s with
+#: 1,000,000). The events query reads all that is due: it does not collapse, and the limit
+#: slowed it (220,343/s with 300,000 rows per batch against 398,869/s)
+MAX_ROWS_PER_TRIGGER = 100_000
+
+
 def python_rate_source(spark: Any, fn: Any, rate: int, total: int, schema: str,
-                       started: float | None = None) -> Any:
+                       started: float | None = None, *,
+                       max_rows_per_trigger: int | None = None) -> Any:
     """A streaming DataFrame of ``fn(i)`` for ``i`` in ``0..total-1``, made available at ``rate``
     per second from the query's start, or from ``started`` (epoch seconds: a restarted query
     then finds the backlog due since then) (a ``pyspark.sql.datasource`` streaming reader; each
-    micro-batch reads the indices due since the last in two partitions, generated in Python
-    workers as flintlock's ``DataGeneratorSource`` generates them)."""
+    micro-batch reads the indices due since the last, at most ``max_rows_per_trigger`` (None:
+    all; Spark's ``ReadMaxRows`` read limit), in two partitions, generated in Python workers as
+    flintlock's ``DataGeneratorSource`` generates them)."""
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
     class Range(InputPartition):
         def __init__(self, start: int, end: int) -> None:
@@ -116,8 +131,16 @@ def python_rate_source(spark: Any, fn: Any, rate: int, total: int, schema: str,
         def initialOffset(self) -> dict[str, int]:
             return {"n": 0}
 
-        def latestOffset(self) -> dict[str, int]:
-            return {"n": min(total, int((time.time() - self.started) * rate))}
+        def getDefaultReadLimit(self) -> ReadLimit:
+            if max_rows_per_trigger is None:
+                return ReadAllAvailable()
+            return ReadMaxRows(max_rows_per_trigger)
+
+        def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+            due = min(total, int((time.time() - self.started) * rate))
+            if isinstance(limit, ReadMaxRows):
+                due = min(due, start["n"] + limit.max_rows)
+            return {"n": max(due, start["n"])}
 
         def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Range]:
             a, b = start["n"], end["n"]
@@ -144,6 +167,11 @@ def python_rate_source(spark: Any, fn: Any, rate: int, total: int, schema: str,
 
     spark.dataSource.register(Generated)
     return spark.readStream.format("benchmark_generator").load()
+
+
+def _rows_per_trigger(rate: int) -> int:
+    """``MAX_ROWS_PER_TRIGGER``, or half a second of ``rate`` where that is more."""
+    return max(MAX_ROWS_PER_TRIGGER, rate // 2)
 
 
 def _events_query(events: Any, out: str) -> Any:
@@ -228,7 +256,7 @@ def run_structured_streaming_flights(out: str, rate: int, seconds: float,
 
     spark = _spark()
     events = python_rate_source(spark, flight_events(flights_dir), rate, int(rate * seconds),
-                                SCHEMA)
+                                SCHEMA, max_rows_per_trigger=_rows_per_trigger(rate))
     _run_for(_windows_query(events, out), seconds)
 
 

@@ -70,7 +70,10 @@ PIPELINES: dict[str, dict[str, str]] = {
                      "`assign_timestamps_and_watermarks` -> `key_by(origin)` -> "
                      "`TumblingEventTimeWindows` -> `FileSink` Parquet.",
         "structured-streaming": "the same `flight_events` function through a Python streaming "
-                                "data source -> `withWatermark` -> `groupBy(window, origin)` in "
+                                "data source that reads at most half a second's flights (at "
+                                "least 100,000) per micro-batch (Spark's `ReadMaxRows` admission "
+                                "control: without it the query collapsed at the maximum rate) "
+                                "-> `withWatermark` -> `groupBy(window, origin)` in "
                                 "append mode -> Parquet; a window is written in the micro-batch "
                                 "after the one that moved the watermark past it, and the windows "
                                 "open when the query stops are never written.",
