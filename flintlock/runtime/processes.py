@@ -11,6 +11,17 @@ __all__ = ["PARENT_PID_ENV", "exit_with_parent", "pid_alive", "process_group_ali
 PARENT_PID_ENV = "FLINTLOCK_PARENT_PID"
 
 
+def _proc_stat(pid: int) -> tuple[bytes, int] | None:
+    """``(state, pgrp)`` from Linux's ``/proc/<pid>/stat`` (state ``b"Z"``: a zombie); None
+    without ``/proc`` (not Linux) or when the process ended meanwhile."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state, _ppid, pgrp = stat.read().rsplit(b")", 1)[1].split()[:3]
+        return state, int(pgrp)
+    except (OSError, ValueError):
+        return None
+
+
 def pid_alive(pid: int) -> bool:
     """Whether process ``pid`` runs: it exists and is not a zombie (a killed process whose
     parent has not reaped it yet still answers ``kill(pid, 0)``; Linux's ``/proc/<pid>/stat``
@@ -21,11 +32,9 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):  # no /proc (not Linux), or it ended meanwhile
-        return True
+    stat = _proc_stat(pid)
+    return stat is None or stat[0] != b"Z"
+
 
 def process_group_alive(pgid: int) -> bool:
     """Whether any process of process group ``pgid`` runs (zombies do not count, as in
@@ -41,15 +50,8 @@ def process_group_alive(pgid: int) -> bool:
         pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
         return True
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as stat:
-                state, _ppid, pgrp = stat.read().rsplit(b")", 1)[1].split()[:3]
-        except (OSError, ValueError):  # it ended meanwhile
-            continue
-        if int(pgrp) == pgid and state != b"Z":
-            return True
-    return False
+    return any((stat := _proc_stat(pid)) is not None and stat[1] == pgid and stat[0] != b"Z"
+               for pid in pids)
 
 
 def exit_with_parent(expected_parent: int) -> None:
