@@ -114,9 +114,14 @@ def register(cli: click.Group) -> None:
     @_exit_on_client_errors
     def taskmanager(dynamic: tuple[str, ...], port_file: str | None) -> None:
         """Run a TaskManager process (TaskExecutor + Spark session) in the foreground."""
+        from flintlock.runtime.spark.session import SparkSessionProvider
+
+        configuration = _configuration(dynamic)
+        spark = SparkSessionProvider(configuration)
+        spark.start_in_background()  # its JVM starts while the TaskManager's modules load
         from flintlock.runtime.entrypoint.task_manager import run_task_manager
 
-        asyncio.run(run_task_manager(_configuration(dynamic), port_file))
+        asyncio.run(run_task_manager(configuration, port_file, spark=spark))
 
     @cli.group("cluster")
     def cluster() -> None:

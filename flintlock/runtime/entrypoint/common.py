@@ -24,10 +24,16 @@ __all__ = [
     "cluster_secret",
     "configure_logging",
     "install_stop_signals",
+    "resource_manager_address",
     "write_port_file",
 ]
 
 SECRET_ENV = "FLINTLOCK_CLUSTER_SECRET"
+
+
+def resource_manager_address(host: str, port: int) -> str:
+    """The RPC address TaskManagers register at."""
+    return f"grpc://{host}:{port}/resourcemanager"
 
 
 def cluster_secret(configuration: Configuration) -> str | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import logging
 import os
 import secrets
@@ -49,6 +50,7 @@ from flintlock.runtime.dispatcher.mini_dispatcher import MiniDispatcherGateway, 
 from flintlock.runtime.entrypoint.common import (
     cluster_secret,
     install_stop_signals,
+    resource_manager_address,
     write_port_file,
 )
 from flintlock.runtime.highavailability.asyncio_glue import (
@@ -89,11 +91,6 @@ if TYPE_CHECKING:
 __all__ = ["resource_manager_address", "run_job_manager"]
 
 log = logging.getLogger(__name__)
-
-
-def resource_manager_address(host: str, port: int) -> str:
-    """The RPC address TaskManagers register at."""
-    return f"grpc://{host}:{port}/resourcemanager"
 
 
 async def run_job_manager(configuration: Configuration, port_file: str | Path | None = None,
@@ -429,12 +426,15 @@ async def _start_components(configuration: Configuration, rpc: Any, secret: str 
     the reporter, the leader addresses of the components and the DispatcherGateway. ``leader_id`` (the leadership's
     session id) is the fencing token of the ResourceManager, Dispatcher and JobMasters;
     ``leadership_check`` guards what they publish."""
+    resource_manager = _resource_manager(configuration, rpc, leader_id)
+    await resource_manager.start()  # an active one starts its first TaskManagers now
+    started.append(resource_manager)
+    # REST's modules (~0.3-0.5 s) load in a thread, so the loop goes on meanwhile: an active
+    # ResourceManager's first TaskManager processes start now, not after the imports
+    await asyncio.to_thread(importlib.import_module, "flintlock.runtime.rest.app")
     from flintlock.runtime.rest.app import create_app
     from flintlock.runtime.rest.server import RestServer, server_options
 
-    resource_manager = _resource_manager(configuration, rpc, leader_id)
-    await resource_manager.start()
-    started.append(resource_manager)
     persistence = recovered = None
     if ha is not None:
         persistence = JobPersistence(ha.job_graph_store(), ha.job_result_store(),

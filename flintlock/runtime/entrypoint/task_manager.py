@@ -16,8 +16,9 @@ import logging
 import os
 import shutil
 import tempfile
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flintlock.config import Configuration
 from flintlock.config.options import (
@@ -35,9 +36,9 @@ from flintlock.config.resource_manager_options import TM_RESOURCE_ID
 from flintlock.runtime.entrypoint.common import (
     cluster_secret,
     install_stop_signals,
+    resource_manager_address,
     write_port_file,
 )
-from flintlock.runtime.entrypoint.job_manager import resource_manager_address
 from flintlock.runtime.highavailability.asyncio_glue import LeaderAddressWatcher, unless_stopped
 from flintlock.runtime.highavailability.services import create_ha_services
 from flintlock.runtime.ids import ResourceID
@@ -54,20 +55,35 @@ from flintlock.runtime.net.ssl_utils import internal_pem_files, is_internal_ssl_
 from flintlock.runtime.processes import PARENT_PID_ENV, exit_with_parent
 from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 
+if TYPE_CHECKING:
+    from flintlock.runtime.spark.session import SparkSessionProvider
+
 __all__ = ["run_task_manager"]
 
 log = logging.getLogger(__name__)
 
 
 async def run_task_manager(configuration: Configuration, port_file: str | Path | None = None,
-                           stop: asyncio.Event | None = None) -> None:
+                           stop: asyncio.Event | None = None,
+                           spark: SparkSessionProvider | None = None) -> None:
     """Serve until ``stop`` is set (or SIGTERM/SIGINT).
+
+    The Spark session (``spark``, or a new provider for ``configuration``) starts first, in the
+    background (``SparkSessionProvider.start_in_background``): its server's JVM comes up while
+    the RPC service and the TaskExecutor start, and the TaskExecutor registers once it is up.
+    ``flintlock taskmanager`` starts it before it even imports this module.
 
     Logs go to ``flintlock-taskmanager-<resource id>.log`` in ``env.log.dir`` too, next to the
     per-attempt task logs (both served through ``/taskmanagers/:id/logs``); with
     ``metrics.reporter.prom.port`` set, a Prometheus endpoint runs and its port is written to the
     port file as ``metrics_port``.
     """
+    if spark is None:
+        from flintlock.runtime.spark.session import SparkSessionProvider
+
+        spark = SparkSessionProvider(configuration)
+    log.info("Starting the Spark session")
+    spark_started = spark.start_in_background()
     from flintlock.runtime.rpc.grpc_service import GrpcRpcService
 
     stop = stop or asyncio.Event()
@@ -91,7 +107,8 @@ async def run_task_manager(configuration: Configuration, port_file: str | Path |
     log_handler = start_process_log(
         logs, f"flintlock-taskmanager-{file_name_part(str(resource_id))}.log")
     try:
-        await _serve(configuration, port_file, stop, rpc, resource_id, logs)
+        await _serve(configuration, port_file, stop, rpc, resource_id, logs, spark,
+                     spark_started)
     finally:
         await loop_lag.stop()
         stop_process_log(log_handler)
@@ -99,14 +116,12 @@ async def run_task_manager(configuration: Configuration, port_file: str | Path |
 
 
 async def _serve(configuration: Configuration, port_file: str | Path | None, stop: asyncio.Event,
-                 rpc: Any, resource_id: ResourceID, logs: LogDirectory) -> None:
-    from flintlock.runtime.spark.session import SparkSessionProvider
+                 rpc: Any, resource_id: ResourceID, logs: LogDirectory,
+                 spark: SparkSessionProvider, spark_started: Future[Any]) -> None:
     from flintlock.runtime.taskexecutor.gateway import TaskExecutorGateway
     from flintlock.runtime.taskexecutor.task_executor import TaskExecutor
 
-    spark = SparkSessionProvider(configuration)
-    log.info("Starting the Spark session")
-    session = await asyncio.to_thread(spark.get)
+    session = await asyncio.wrap_future(spark_started)
     owned_shuffle_dir = None
     shuffle_dir = configuration.get(SHUFFLE_DIR)
     if not shuffle_dir:

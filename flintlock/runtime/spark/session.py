@@ -29,6 +29,7 @@ import tempfile
 import threading
 import warnings
 import weakref
+from concurrent.futures import Future
 from typing import Any
 
 from flintlock.config import Configuration
@@ -359,6 +360,8 @@ class SparkSessionProvider:
         self._session: Any = None
         self._master: str | None = None
         self._owned = True
+        self._starting: Future[Any] | None = None
+        self._start_lock = threading.Lock()
 
     @classmethod
     def wrap(cls, session: Any) -> SparkSessionProvider:
@@ -368,6 +371,33 @@ class SparkSessionProvider:
         provider._owned = False
         provider._master = "shared"
         return provider
+
+    def start_in_background(self) -> Future[Any]:
+        """Begin creating the session in a daemon thread; its future holds the session (or the
+        error that ``get()`` raised). ``get()`` afterwards waits for that same session; a second
+        call returns the first call's future.
+
+        The Connect client's modules (~0.5-1 s of imports) are imported in the calling thread
+        first, so the embedded server's JVM is launched as soon as the thread runs, while the
+        caller goes on (a TaskManager imports its runtime and starts its RPC service meanwhile;
+        imports in two threads would only take turns on the GIL)."""
+        with self._start_lock:  # not self._lock: get() holds that while it creates the session
+            if self._starting is not None:
+                return self._starting
+            future: Future[Any] = Future()
+            self._starting = future
+        _prepare_environment()
+        import pyspark.sql.connect.session  # noqa: F401 (see above)
+
+
+        def create() -> None:
+            try:
+                future.set_result(self.get())
+            except BaseException as exc:  # the caller sees it when it waits for the session
+                future.set_exception(exc)
+
+        threading.Thread(target=create, name="spark-session-start", daemon=True).start()
+        return future
 
     def get(self) -> Any:
         """The ``pyspark.sql.connect.session.SparkSession`` (created on first call, ~5 s)."""
