@@ -26,28 +26,10 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from flintlock.client.context import ClientContext
-from flintlock.client.job_client import (
-    JobExecutionException,
-    SavepointException,
-    wait_for_savepoint,
-)
-from flintlock.client.program import (
-    ProgramInvocationException,
-    ProgramMissingJobException,
-    run_program,
-)
-from flintlock.client.remote import rest_client_for
-from flintlock.client.rest_cluster_client import (
-    ClusterNotReachableException,
-    RestClientException,
-    RestClusterClient,
-)
-from flintlock.client.target import resolve_execution_target
 from flintlock.config import (
     Configuration,
     IllegalConfigurationException,
@@ -56,6 +38,14 @@ from flintlock.config import (
 from flintlock.config.options import SAVEPOINT_IGNORE_UNCLAIMED, SAVEPOINT_PATH
 from flintlock.exceptions import FlintlockException
 from flintlock.runtime.ids import JobID
+
+if TYPE_CHECKING:
+    from flintlock.client.context import ClientContext
+    from flintlock.client.rest_cluster_client import RestClusterClient
+
+# The client's modules (REST client, program runner, targets: httpx, pyarrow, ...) are imported
+# by the commands that use them: `flintlock taskmanager` and `flintlock jobmanager` load this
+# module too, and every process of a cluster would otherwise pay ~0.2-0.4 s for them at start.
 
 __all__ = ["cli", "main"]
 
@@ -89,6 +79,13 @@ _dynamic = click.option("-D", "dynamic", multiple=True, metavar="KEY=VALUE",
 
 def _run_program_or_exit(program: str, args: tuple[str, ...], context: ClientContext) -> None:
     """Run the program; on any failure print a message naming the cause and exit with code 1."""
+    from flintlock.client.job_client import JobExecutionException
+    from flintlock.client.program import (
+        ProgramInvocationException,
+        ProgramMissingJobException,
+        run_program,
+    )
+
     try:
         run_program(program, list(args), context)
     except JobExecutionException as exc:
@@ -168,6 +165,9 @@ def run(parallelism: int | None, target: str | None, jobmanager: str | None, det
         from_savepoint: str | None, allow_non_restored: bool, job_managers: int,
         dynamic: tuple[str, ...], program: str, args: tuple[str, ...]) -> None:
     """Run PROGRAM's main; every execute() becomes a job."""
+    from flintlock.client.context import ClientContext
+    from flintlock.client.target import resolve_execution_target
+
     if target == "application":
         _run_application(parallelism, dynamic, jobmanager, detached, from_savepoint,
                          allow_non_restored, program, args, job_managers)
@@ -234,6 +234,8 @@ def _run_application(parallelism: int | None, dynamic: tuple[str, ...], jobmanag
 def info(parallelism: int | None, dynamic: tuple[str, ...], program: str,
          args: tuple[str, ...]) -> None:
     """Print the plan JSON of PROGRAM's jobs without running them."""
+    from flintlock.client.context import ClientContext
+
     try:
         context = ClientContext(overrides=_overrides(parallelism, dynamic), capture_plans=[])
     except IllegalConfigurationException as exc:
@@ -253,6 +255,8 @@ SAVEPOINT_WAIT_S = 600.0
 
 def _cluster_client(jobmanager: str | None, dynamic: tuple[str, ...]) -> RestClusterClient:
     """A REST client of the cluster ``-m`` / ``config.yaml`` / ``-D`` name (exits on bad input)."""
+    from flintlock.client.remote import rest_client_for
+
     try:
         conf = load_cluster_configuration().add_all(_overrides(None, dynamic))
         if jobmanager is not None:
@@ -277,6 +281,12 @@ def _take_savepoint(jobmanager: str | None, dynamic: tuple[str, ...], job_id: st
     Exits with code 1 and ``Error: ...`` when the cluster is not reachable, refuses the request
     (unknown job, no secret, bad input) or the savepoint fails (with its cause).
     """
+    from flintlock.client.job_client import SavepointException, wait_for_savepoint
+    from flintlock.client.rest_cluster_client import (
+        ClusterNotReachableException,
+        RestClientException,
+    )
+
     with _cluster_client(jobmanager, dynamic) as client:
         try:
             trigger_id = trigger(client)

@@ -27,6 +27,7 @@ import socket
 import sys
 import tempfile
 import threading
+import uuid
 import warnings
 import weakref
 from concurrent.futures import Future
@@ -197,6 +198,50 @@ def driver_memory(settings: dict[str, str]) -> str:
             or os.environ.get("SPARK_MEM") or "1g")
 
 
+#: what PySpark's ``_start_connect_server`` adds to a local Connect server's SparkConf (4.3.0)
+_CONNECT_SERVER_CONF = {
+    "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
+    "spark.sql.artifact.isolation.enabled": "true",
+    "spark.sql.artifact.isolation.alwaysApplyClassloader": "true",
+}
+
+
+def _server_options(settings: dict[str, str]) -> dict[str, str]:
+    """The embedded server's SparkConf entries for ``settings``: an ephemeral loopback gRPC port
+    and the driver's JVM options (``embedded_java_options``)."""
+    opts = dict(settings)
+    opts["spark.connect.grpc.binding.port"] = "0"
+    opts["spark.connect.grpc.binding.address"] = "127.0.0.1"
+    opts["spark.driver.extraJavaOptions"] = embedded_java_options(
+        opts.get("spark.driver.extraJavaOptions", ""), driver_memory(opts))
+    return opts
+
+
+def _launch_server_jvm(master: str, settings: dict[str, str], nice: int = 0) -> None:
+    """Launch the embedded server's JVM (PySpark's Py4J gateway) with the spark-submit
+    arguments PySpark's ``_start_connect_server`` would give it, so that ``_start_local_server``
+    then only creates the SparkContext (and with it the Connect server) in a JVM already up.
+
+    It needs ``pyspark.core`` only (~0.2 s of imports, against ~0.8-1 s for the Connect client
+    that ``_start_local_server`` imports), so the JVM boots (~1.5 s) while the rest loads. A
+    no-op once the server or a gateway exists. The Connect server's authentication token goes
+    into the environment first, as PySpark does (the JVM reads it when the server starts)."""
+    with _server_lock:
+        from pyspark.conf import SparkConf
+        from pyspark.core.context import SparkContext
+
+        if _local_server or SparkContext._gateway is not None:
+            return
+        opts = _server_options(settings)
+        os.environ["SPARK_LOCAL_REMOTE"] = "1"
+        os.environ.setdefault("SPARK_CONNECT_AUTHENTICATE_TOKEN",
+                              opts.get("spark.connect.authenticate.token", str(uuid.uuid4())))
+        conf = SparkConf(loadDefaults=True)  # no JVM yet: entries stay in Python
+        conf.setAll([*opts.items(), ("spark.master", master), *_CONNECT_SERVER_CONF.items()])
+        with new_session_gateway(nice):
+            call_niced(nice, lambda: SparkContext._ensure_initialized(conf=conf))
+
+
 def _start_local_server(master: str, settings: dict[str, str], nice: int = 0) -> int:
     """Start (once per process) the embedded Connect server ``nice`` (``taskmanager.spark.nice``)
     below this process's CPU priority (``runtime/spark/priority.py``); return its gRPC port."""
@@ -211,13 +256,9 @@ def _start_local_server(master: str, settings: dict[str, str], nice: int = 0) ->
         from pyspark.sql.connect.session import SparkSession as ConnectSession
         from pyspark.sql.session import SparkSession as ClassicSession
 
-        opts = dict(settings)
-        opts["spark.connect.grpc.binding.port"] = "0"
-        opts["spark.connect.grpc.binding.address"] = "127.0.0.1"
-        opts["spark.driver.extraJavaOptions"] = embedded_java_options(
-            opts.get("spark.driver.extraJavaOptions", ""), driver_memory(opts))
+        opts = _server_options(settings)
         os.environ["SPARK_LOCAL_REMOTE"] = "1"
-        with new_session_gateway(nice):
+        with new_session_gateway(nice):  # launches the JVM unless _launch_server_jvm did
             call_niced(nice, lambda: ConnectSession._start_connect_server(master, opts))
         classic = ClassicSession._instantiatedSession
         assert classic is not None, "embedded Spark Connect server did not start"
@@ -362,6 +403,7 @@ class SparkSessionProvider:
         self._owned = True
         self._starting: Future[Any] | None = None
         self._start_lock = threading.Lock()
+        self._plan: tuple[str, dict[str, str], str | None] | None = None
 
     @classmethod
     def wrap(cls, session: Any) -> SparkSessionProvider:
@@ -377,26 +419,31 @@ class SparkSessionProvider:
         error that ``get()`` raised). ``get()`` afterwards waits for that same session; a second
         call returns the first call's future.
 
-        The Connect client's modules (~0.5-1 s of imports) are imported in the calling thread
-        first, so the embedded server's JVM is launched as soon as the thread runs, while the
-        caller goes on (a TaskManager imports its runtime and starts its RPC service meanwhile;
-        imports in two threads would only take turns on the GIL)."""
+        An embedded server's JVM is launched first (``_launch_server_jvm``: ``pyspark.core``
+        is imported here, in the calling thread, ~0.2 s); while it boots (~1.5 s) this thread
+        imports the Connect client's modules (~0.8-1 s), which the session needs once the JVM
+        is up, and then returns: a TaskManager loads its runtime and starts its RPC service
+        meanwhile (imports in two threads would only take turns on the GIL)."""
         with self._start_lock:  # not self._lock: get() holds that while it creates the session
             if self._starting is not None:
                 return self._starting
             future: Future[Any] = Future()
             self._starting = future
         _prepare_environment()
-        import pyspark.sql.connect.session  # noqa: F401 (see above)
-
+        import pyspark.core.context  # (see above)
 
         def create() -> None:
             try:
+                remote, settings, _ = self._server_plan()
+                if not remote.startswith("sc://"):
+                    _launch_server_jvm(remote, settings, self._configuration.get(TM_SPARK_NICE))
                 future.set_result(self.get())
             except BaseException as exc:  # the caller sees it when it waits for the session
                 future.set_exception(exc)
 
         threading.Thread(target=create, name="spark-session-start", daemon=True).start()
+        import pyspark.sql.connect.session  # noqa: F401 (see above)
+
         return future
 
     def get(self) -> Any:
@@ -409,21 +456,33 @@ class SparkSessionProvider:
                 self._session = self._create()
             return self._session
 
+    def _server_plan(self) -> tuple[str, dict[str, str], str | None]:
+        """``(remote, settings, archive_dir)``, worked out once: ``spark.remote`` or the
+        embedded server's master; the ``spark.*`` settings (for an embedded server with the
+        class-data-sharing archive and the fast local file system); the archive directory
+        when the archive is still to be built."""
+        with self._start_lock:
+            if self._plan is None:
+                remote = self._remote()
+                settings = default_spark_settings(self._cores())
+                settings.update(self._configuration.spark_settings())
+                archive_dir = None
+                if not remote.startswith("sc://"):
+                    archive_dir = self._with_class_data_sharing(settings)
+                    self._with_fast_local_filesystem(settings)
+                self._plan = (remote, settings, archive_dir)
+            return self._plan
+
     def _create(self) -> Any:
         _prepare_environment()
         from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-        cores = self._cores()
-        remote = self._remote()
-        settings = default_spark_settings(cores)
-        settings.update(self._configuration.spark_settings())
+        remote, settings, archive_dir = self._server_plan()
         runtime: dict[str, str | int | bool]  # the runtime confs (RuntimeConf._set_all's type)
         if str(remote).startswith("sc://"):
             url = str(remote)
             runtime = {k: v for k, v in settings.items() if k not in _STATIC_DEFAULTS}
         else:
-            archive_dir = self._with_class_data_sharing(settings)
-            self._with_fast_local_filesystem(settings)
             port = _start_local_server(str(remote), settings,
                                        self._configuration.get(TM_SPARK_NICE))
             if archive_dir is not None:  # no archive yet: the next server of this host has one
