@@ -233,6 +233,11 @@ TASK_METRICS_REPORT_INTERVAL = option(
     "How often a TaskManager sends the live metrics of its running streaming subtasks (records, "
     "busy / back-pressured / idle time per second, watermarks) to their JobMasters (flintlock; "
     "Flink fetches them with metrics.fetcher.update-interval).")
+METRIC_FETCHER_UPDATE_INTERVAL = option(
+    "metrics.fetcher.update-interval", 10.0, duration,
+    "How old the TaskManager metrics REST and the web UI show may be: each TaskManager is asked "
+    "at most once per interval, whatever the number of requests (Flink's MetricFetcher). 0: "
+    "asked on every request (Flink's 0 turns the fetcher off).")
 LOCAL_TASKMANAGERS = option("local.number-taskmanager", 1, pos_int,
                             "TaskManagers of a local (MiniCluster) run.",
                             ("minicluster.number-of-taskmanagers",))

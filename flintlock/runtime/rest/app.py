@@ -19,7 +19,11 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from flintlock.config import Configuration
-from flintlock.config.options import REST_SERVER_MAX_CONTENT, WEB_UPLOAD_DIR
+from flintlock.config.options import (
+    METRIC_FETCHER_UPDATE_INTERVAL,
+    REST_SERVER_MAX_CONTENT,
+    WEB_UPLOAD_DIR,
+)
 from flintlock.runtime.dispatcher.gateway import DispatcherGateway
 from flintlock.runtime.logs.files import LogDirectory
 from flintlock.runtime.rest.errors import handle_exception
@@ -38,6 +42,7 @@ from flintlock.runtime.rest.handlers import (
 )
 from flintlock.runtime.rest.head import HeadAsGetMiddleware
 from flintlock.runtime.rest.jar_store import JarStore
+from flintlock.runtime.rest.metric_fetcher import TaskManagerMetricFetcher
 from flintlock.runtime.rest.observability import ObservabilityContext
 from flintlock.runtime.rest.openapi import install as install_openapi
 from flintlock.runtime.rest.routing import RestContext, wall_clock_ms
@@ -99,6 +104,9 @@ def create_app(
         max_content_length=int(configuration.get(REST_SERVER_MAX_CONTENT)),
         now_ms=now_ms or wall_clock_ms,
         high_availability=high_availability,
+        metric_fetcher=TaskManagerMetricFetcher(
+            lambda resource_id: dispatcher.request_task_manager_metrics(resource_id),
+            configuration.get(METRIC_FETCHER_UPDATE_INTERVAL)),
     )
     app.state.observability = ObservabilityContext(
         job_manager_logs=job_manager_logs,

@@ -14,8 +14,10 @@ from starlette.responses import Response
 
 from flintlock.config import Configuration
 from flintlock.runtime.dispatcher.gateway import DispatcherGateway
-from flintlock.runtime.ids import HexID
+from flintlock.runtime.ids import HexID, ResourceID
+from flintlock.runtime.metrics.task_manager_metrics import TaskManagerMetricsSnapshot
 from flintlock.runtime.rest.errors import RestHandlerException, error_response
+from flintlock.runtime.rest.metric_fetcher import TaskManagerMetricFetcher
 
 __all__ = ["Ctx", "FlinkRoute", "RestContext", "check_declared_length", "new_router", "parse_id",
            "read_body", "rest_context", "too_large", "wall_clock_ms"]
@@ -41,6 +43,8 @@ class RestContext:
         now_ms: wall clock in epoch ms (for durations of running jobs).
         high_availability: reads the HA view (``HighAvailabilityServices.describe``, blocking);
             None without high availability.
+        metric_fetcher: serves TaskManager metrics (``metrics.fetcher.update-interval``); None:
+            every request asks the TaskManager.
     """
 
     dispatcher: DispatcherGateway
@@ -51,6 +55,15 @@ class RestContext:
     max_content_length: int
     now_ms: Callable[[], int] = field(default=wall_clock_ms)
     high_availability: Callable[[], dict[str, Any]] | None = None
+    metric_fetcher: TaskManagerMetricFetcher | None = None
+
+    async def task_manager_metrics(self, resource_id: ResourceID) -> TaskManagerMetricsSnapshot:
+        """The TaskManager's metrics, as the fetcher keeps them (at most one update interval
+        old), else asked for now. Raises what the Dispatcher's request raises."""
+        if self.metric_fetcher is not None:
+            snapshot: TaskManagerMetricsSnapshot = await self.metric_fetcher.get(resource_id)
+            return snapshot
+        return await self.dispatcher.request_task_manager_metrics(resource_id)
 
 
 async def rest_context(request: Request) -> RestContext:

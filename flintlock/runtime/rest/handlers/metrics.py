@@ -163,7 +163,7 @@ async def aggregated_task_manager_metrics(
     async def values(resource_id: ResourceID) -> dict[str, float] | None:
         try:
             return task_manager_metric_values(
-                await ctx.dispatcher.request_task_manager_metrics(resource_id))
+                await ctx.task_manager_metrics(resource_id))
         except Exception as exc:  # unknown, gone since the listing, or not answering in time
             log.debug("No metrics of TaskManager %s: %s", resource_id, exc)
             return None
@@ -223,7 +223,7 @@ async def task_manager_metric_list(taskmanagerid: str, ctx: Ctx,
                                    get: Get = None) -> list[dict[str, str]]:
     resource_id = parse_task_manager_id(taskmanagerid)
     with not_found_errors():
-        snapshot = await ctx.dispatcher.request_task_manager_metrics(resource_id)
+        snapshot = await ctx.task_manager_metrics(resource_id)
     return _select(task_manager_metric_values(snapshot), get)
 
 

@@ -120,7 +120,7 @@ async def _status(ctx: RestContext, tm: TaskManagerInfo) -> dict[str, float]:
     """The TaskManager's ``Status.*`` metrics; empty when it cannot answer now (as Flink's
     details show 0 for metrics its metric store has not fetched)."""
     try:
-        snapshot = await ctx.dispatcher.request_task_manager_metrics(tm.resource_id)
+        snapshot = await ctx.task_manager_metrics(tm.resource_id)
     except Exception as exc:  # gone since the listing, or not answering in time
         log.debug("No metrics of TaskManager %s: %s", tm.resource_id, exc)
         return {}
