@@ -24,6 +24,9 @@ def spark_session_provider():
     from flintlock.runtime.spark.session import SparkSessionProvider
 
     conf = Configuration()
+    # a Python worker that crashes (once in a full run, session 41: "Python worker exited
+    # unexpectedly (crashed)", cause unknown) then reports the Python stack of the moment it died
+    conf.set_string("spark.python.worker.faulthandler.enabled", "true")
     remote = os.environ.get("FLINTLOCK_TEST_SPARK_REMOTE")
     if remote:
         conf.set_string("spark.remote", remote)
