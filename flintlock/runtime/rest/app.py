@@ -102,11 +102,11 @@ def create_app(
         flink_version=flink_version,
         flink_revision=flink_revision,
         max_content_length=int(configuration.get(REST_SERVER_MAX_CONTENT)),
-        now_ms=now_ms or wall_clock_ms,
-        high_availability=high_availability,
         metric_fetcher=TaskManagerMetricFetcher(
             lambda resource_id: dispatcher.request_task_manager_metrics(resource_id),
             configuration.get(METRIC_FETCHER_UPDATE_INTERVAL)),
+        now_ms=now_ms or wall_clock_ms,
+        high_availability=high_availability,
     )
     app.state.observability = ObservabilityContext(
         job_manager_logs=job_manager_logs,

@@ -43,8 +43,7 @@ class RestContext:
         now_ms: wall clock in epoch ms (for durations of running jobs).
         high_availability: reads the HA view (``HighAvailabilityServices.describe``, blocking);
             None without high availability.
-        metric_fetcher: serves TaskManager metrics (``metrics.fetcher.update-interval``); None:
-            every request asks the TaskManager.
+        metric_fetcher: serves TaskManager metrics (``metrics.fetcher.update-interval``).
     """
 
     dispatcher: DispatcherGateway
@@ -53,17 +52,15 @@ class RestContext:
     flink_version: str
     flink_revision: str
     max_content_length: int
+    metric_fetcher: TaskManagerMetricFetcher
     now_ms: Callable[[], int] = field(default=wall_clock_ms)
     high_availability: Callable[[], dict[str, Any]] | None = None
-    metric_fetcher: TaskManagerMetricFetcher | None = None
 
     async def task_manager_metrics(self, resource_id: ResourceID) -> TaskManagerMetricsSnapshot:
-        """The TaskManager's metrics, as the fetcher keeps them (at most one update interval
-        old), else asked for now. Raises what the Dispatcher's request raises."""
-        if self.metric_fetcher is not None:
-            snapshot: TaskManagerMetricsSnapshot = await self.metric_fetcher.get(resource_id)
-            return snapshot
-        return await self.dispatcher.request_task_manager_metrics(resource_id)
+        """The TaskManager's metrics, at most one update interval old (``metric_fetcher``).
+        Raises what the Dispatcher's request raises."""
+        snapshot: TaskManagerMetricsSnapshot = await self.metric_fetcher.get(resource_id)
+        return snapshot
 
 
 async def rest_context(request: Request) -> RestContext:
