@@ -1,10 +1,14 @@
 """Speculative execution benchmark: TPC-H with one TaskManager made 5x slower, speculation off/on.
 
 Three session clusters run side by side (2 TaskManagers x 2 slots each, embedded Spark servers
-of ``local[2]`` each: a TaskManager left alone can use the machine's two cores): ``healthy`` with two ordinary TaskManagers, and two clusters
-(one per mode, so that one mode's blocked node never shapes the other's runs) whose second
-TaskManager was added with ``flintlock cluster add-taskmanager -D
-$internal.fault.task-slowdown=5`` (each of its tasks takes 5x its work). Every query runs at
+of ``local[2]`` each: a TaskManager left alone can use the machine's two cores): ``healthy`` with
+two ordinary TaskManagers, and two clusters (one per mode, so that one mode's blocked node never
+shapes the other's runs) whose second TaskManager was added with ``flintlock cluster
+add-taskmanager -D $internal.fault.task-slowdown=5 -D $internal.fault.task-slowdown.mode=throttle``:
+its Spark server (JVM and Python workers) runs 20 ms of every 100 ms and is stopped (SIGSTOP) for
+the rest, as on a node whose CPUs are 5x slower (``--fault wait`` instead lets each task work at
+full speed and then wait 4x its run time, the model of this page until 2026-12-02: a node that
+competes for the CPU like a healthy one and only reports late). Every query runs at
 parallelism ``P`` (auto-parallelism off, so both TaskManagers get subtasks) in three modes,
 alternating run by run after one warm-up each: on ``healthy`` (the no-slow-node time), on a slow
 cluster without speculation, and on the other with ``execution.batch.speculative.enabled``
@@ -50,6 +54,8 @@ from benchmarks.machine import write_page
 
 MODES = ("healthy", "slow", "slow+speculation")
 SLOWDOWN = 5
+#: how the slow TaskManager is slow (``$internal.fault.task-slowdown.mode``)
+FAULT = "throttle"
 #: how long a slow node stays blocked (``--block``; Flink's default
 #: ``execution.batch.speculative.block-slow-node-duration``)
 BLOCK = "60 s"
@@ -76,15 +82,17 @@ def _cli(*args: str, timeout: float = 300) -> None:
 
 
 @contextlib.contextmanager
-def cluster(state: Path, slow: bool) -> Iterator[Path]:
-    """A session cluster of 2 TaskManagers x 2 slots; with ``slow``, the second is slowed."""
+def cluster(state: Path, slow: bool, fault: str = FAULT) -> Iterator[Path]:
+    """A session cluster of 2 TaskManagers x 2 slots; with ``slow``, the second is slowed
+    (``fault``: ``$internal.fault.task-slowdown.mode``)."""
     d = ["-D", f"cluster.state-dir={state}", "-D", "rest.port=0", "-D", "jobmanager.rpc.port=0",
          "-D", "taskmanager.numberOfTaskSlots=2", "-D", "taskmanager.cpu.cores=2"]
     try:
         _cli("cluster", "start", "--taskmanagers", "1" if slow else "2", *d)
         if slow:
             _cli("cluster", "add-taskmanager", *d, "-D",
-                 f"$internal.fault.task-slowdown={SLOWDOWN}")
+                 f"$internal.fault.task-slowdown={SLOWDOWN}", "-D",
+                 f"$internal.fault.task-slowdown.mode={fault}")
         yield state
     finally:
         subprocess.run([*FLINTLOCK, "cluster", "stop", *d], cwd=REPO, capture_output=True,
@@ -156,7 +164,8 @@ def table(rows: list[dict[str, object]]) -> str:
 
 
 def measure(data: Path, queries: list[str], runs: int, parallelism: int,
-            warm_up_every_query: bool = True, block: str = BLOCK) -> list[Run]:
+            warm_up_every_query: bool = True, block: str = BLOCK,
+            fault: str = FAULT) -> list[Run]:
     """Run every query in the three modes on their own session clusters: a warm-up each (for
     every query, or only the first when ``warm_up_every_query`` is false), then ``runs`` runs
     alternating the order run by run."""
@@ -165,8 +174,8 @@ def measure(data: Path, queries: list[str], runs: int, parallelism: int,
         work = Path(tmp)
         (work / "query.py").write_text(QUERY_PROGRAM.format(repo=str(REPO)))
         with cluster(work / "healthy", slow=False) as healthy, \
-                cluster(work / "slow", slow=True) as slow, \
-                cluster(work / "slow-speculation", slow=True) as speculating:
+                cluster(work / "slow", slow=True, fault=fault) as slow, \
+                cluster(work / "slow-speculation", slow=True, fault=fault) as speculating:
             state = {"healthy": healthy, "slow": slow, "slow+speculation": speculating}
             for index, query in enumerate(queries):
                 for mode in MODES if warm_up_every_query or index == 0 else ():
@@ -191,10 +200,14 @@ def main() -> None:
     parser.add_argument("--parallelism", type=int, default=4)
     parser.add_argument("--block", default=BLOCK,
                         help="execution.batch.speculative.block-slow-node-duration")
+    parser.add_argument("--fault", default=FAULT, choices=("throttle", "wait"),
+                        help="how the slow TaskManager is slow ($internal.fault.task-slowdown"
+                             ".mode)")
     args = parser.parse_args()
     data = Path(args.data).resolve()
     load = os.getloadavg()[0]
-    runs = measure(data, args.queries.split(","), args.runs, args.parallelism, block=args.block)
+    runs = measure(data, args.queries.split(","), args.runs, args.parallelism, block=args.block,
+                   fault=args.fault)
     rows = summarize(runs)
     body = table(rows)
     print(body)
@@ -202,7 +215,7 @@ def main() -> None:
                "Speculative execution: TPC-H with a 5x slow TaskManager", body,
                {"runs": [asdict(r) for r in runs], "rows": rows}, "speculation", load,
                f", data {data.name}, parallelism {args.parallelism}, slow nodes blocked for "
-               f"{args.block}")
+               f"{args.block}, slow-node fault {args.fault}")
 
 
 if __name__ == "__main__":

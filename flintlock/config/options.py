@@ -228,6 +228,13 @@ FAULT_TASK_SLOWDOWN = option(
     "Injected fault (tests and benchmarks): every task of this TaskManager takes this many times "
     "as long as its work (it waits (factor - 1) x its run time before it reports FINISHED; a "
     "cancel ends the wait). 1: no fault.")
+FAULT_TASK_SLOWDOWN_MODE = option(
+    "$internal.fault.task-slowdown.mode", "wait", _enum("wait", "throttle"),
+    "How a TaskManager made slow on purpose is slow. wait: each task waits (factor - 1) x its "
+    "run time after its work, its Spark work itself at full speed. throttle: the TaskManager's "
+    "embedded Spark server (its JVM and Python workers) runs 1/factor of the time, stopped "
+    "(SIGSTOP) for the rest of every 100 ms, as on a node with factor times slower CPUs "
+    "(runtime/spark/throttle.py).")
 TASK_METRICS_REPORT_INTERVAL = option(
     "metrics.task.report-interval", 1.0, duration,
     "How often a TaskManager sends the live metrics of its running streaming subtasks (records, "

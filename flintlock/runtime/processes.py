@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["PARENT_PID_ENV", "exit_with_parent", "pid_alive", "process_group_alive"]
+__all__ = ["PARENT_PID_ENV", "descendants", "exit_with_parent", "pid_alive",
+           "process_group_alive"]
 
 #: set by a process that starts TaskManagers which must end with it (``exit_with_parent``)
 PARENT_PID_ENV = "FLINTLOCK_PARENT_PID"
@@ -52,6 +53,32 @@ def process_group_alive(pgid: int) -> bool:
         return True
     return any((stat := _proc_stat(pid)) is not None and stat[1] == pgid and stat[0] != b"Z"
                for pid in pids)
+
+
+def descendants(root: int) -> list[int]:
+    """The pids of ``root``'s children, their children and so on (not ``root``), from Linux's
+    ``/proc/<pid>/stat`` (its ``ppid`` field); [] without ``/proc``. A snapshot: processes
+    started or ended meanwhile may be missed or listed."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    children: dict[int, list[int]] = {}
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                ppid = int(stat.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(name))
+    found, todo = [], list(children.get(root, ()))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, ()))
+    return found
 
 
 def exit_with_parent(expected_parent: int) -> None:

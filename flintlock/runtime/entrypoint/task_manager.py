@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from flintlock.config import Configuration
 from flintlock.config.options import (
+    FAULT_TASK_SLOWDOWN,
+    FAULT_TASK_SLOWDOWN_MODE,
     JM_RPC_ADDRESS,
     JM_RPC_PORT,
     RPC_ASK_TIMEOUT,
@@ -57,6 +59,7 @@ from flintlock.runtime.rpc.endpoint import DEFAULT_LEADER_ID
 
 if TYPE_CHECKING:
     from flintlock.runtime.spark.session import SparkSessionProvider
+    from flintlock.runtime.spark.throttle import ProcessTreeThrottle
 
 __all__ = ["run_task_manager"]
 
@@ -122,6 +125,7 @@ async def _serve(configuration: Configuration, port_file: str | Path | None, sto
     from flintlock.runtime.taskexecutor.task_executor import TaskExecutor
 
     session = await asyncio.wrap_future(spark_started)
+    throttle = _slow_node_throttle(configuration)
     owned_shuffle_dir = None
     shuffle_dir = configuration.get(SHUFFLE_DIR)
     if not shuffle_dir:
@@ -142,6 +146,8 @@ async def _serve(configuration: Configuration, port_file: str | Path | None, sto
         if found is None:  # stopped before any JobManager led
             retrieval.stop()
             ha.close()
+            if throttle is not None:
+                throttle.stop()
             spark.stop()
             if owned_shuffle_dir:
                 shutil.rmtree(owned_shuffle_dir, ignore_errors=True)
@@ -190,6 +196,8 @@ async def _serve(configuration: Configuration, port_file: str | Path | None, sto
             await reporter.stop()
         await task_executor.stop()
         await rpc.close()
+        if throttle is not None:
+            throttle.stop()  # the server must run to stop
         spark.stop()  # ends a warm-up still running (its Spark calls fail; it logs and returns)
         if warming is not None:
             await asyncio.wait([warming], timeout=10)
@@ -197,3 +205,23 @@ async def _serve(configuration: Configuration, port_file: str | Path | None, sto
             shutil.rmtree(owned_shuffle_dir, ignore_errors=True)
         if port_file is not None:
             Path(port_file).unlink(missing_ok=True)
+
+
+def _slow_node_throttle(configuration: Configuration) -> ProcessTreeThrottle | None:
+    """The injected fault ``$internal.fault.task-slowdown`` in its ``throttle`` mode: this
+    TaskManager's embedded Spark server runs 1/factor of the time (``spark/throttle.py``),
+    started here; None without that fault or without an embedded server."""
+    factor = configuration.get(FAULT_TASK_SLOWDOWN)
+    if factor <= 1.0 or configuration.get(FAULT_TASK_SLOWDOWN_MODE) != "throttle":
+        return None
+    from flintlock.runtime.spark.session import embedded_server_pid
+    from flintlock.runtime.spark.throttle import DutyCycle, ProcessTreeThrottle
+
+    pid = embedded_server_pid()
+    if pid is None:
+        log.warning("$internal.fault.task-slowdown.mode throttle needs an embedded Spark "
+                    "server; this TaskManager's Spark is not slowed")
+        return None
+    throttle = ProcessTreeThrottle(pid, DutyCycle.for_slowdown(factor))
+    throttle.start()
+    return throttle

@@ -386,16 +386,22 @@ class ExecutionGraph:
                                - (execution.state is ExecutionState.FINISHED))
         self._not_terminal += old.is_terminal() - execution.is_terminal()
 
-    def has_live_speculative_executions(self) -> bool:
+    def has_live_speculative_executions(self, writing_sinks_only: bool = False) -> bool:
         """Whether a speculative attempt has not ended (looks at the subtasks that were
-        speculated only, forgetting those without speculative attempts left)."""
+        speculated only, forgetting those without speculative attempts left); with
+        ``writing_sinks_only``, only attempts of job vertices that write sinks count."""
+        return any(not writing_sinks_only or self._vertices[e.attempt_id.execution_vertex_id]
+                   .job_vertex.sinks() for e in self.live_speculative_executions())
+
+    def live_speculative_executions(self) -> list[Execution]:
+        """The speculative attempts that have not ended (``has_live_speculative_executions``)."""
+        live = []
         for vertex_id in list(self._speculated):
             attempts = self._vertices[vertex_id].speculative_executions
-            if any(not e.is_terminal() for e in attempts):
-                return True
+            live += [e for e in attempts if not e.is_terminal()]
             if not attempts:
                 self._speculated.discard(vertex_id)
-        return False
+        return live
 
     def reset_vertex(self, vertex_id: ExecutionVertexID, now_ms: int) -> Execution:
         """Start the next attempt of a subtask (``ExecutionVertex.reset_for_new_execution``)."""

@@ -522,10 +522,11 @@ class DefaultScheduler(FailureHandling, ExecutionDeployer):
         if execution.state is ExecutionState.FINISHED and running:
             self._on_vertex_finished(execution)
             self._schedule(self.strategy.on_execution_finished(execution.attempt_id.execution_vertex_id))
-        # sinks are committed once every subtask finished and no attempt still runs (a
-        # speculative attempt that lost is cancelled first: it may still write its output)
+        # sinks are committed once every subtask finished and no attempt that writes sinks
+        # still runs (a speculative attempt that lost is cancelled first: it may still write
+        # its sink output; losers that write only result partitions remove them themselves)
         if (running and self.graph.all_finished() and self.sink_phase is None
-                and not self.graph.has_live_speculative_executions()):
+                and not self.graph.has_live_speculative_executions(writing_sinks_only=True)):
             self._finish()
         self._try_complete_restarts()
         self._check_global_termination()

@@ -57,6 +57,7 @@ __all__ = [
     "embedded_sql_status_store",
     "embedded_cancel_all_jobs",
     "embedded_codegen_compilations",
+    "embedded_server_pid",
     "embedded_spark_context",
 ]
 
@@ -333,6 +334,17 @@ def embedded_spark_context() -> Any:
     ``jvm_status`` reads the server's JVM through."""
     classic = _local_server.get("classic")
     return None if classic is None else classic.sparkContext
+
+
+def embedded_server_pid() -> int | None:
+    """The pid of this process's embedded server's JVM (None: no server here, or its JVM was
+    not launched by this process)."""
+    if not _local_server:
+        return None
+    from pyspark.core.context import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    return None if proc is None else int(proc.pid)
 
 
 def embedded_codegen_compilations() -> int | None:

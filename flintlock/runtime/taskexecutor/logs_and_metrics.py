@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flintlock.config.configuration import Configuration
-from flintlock.config.options import FAULT_TASK_SLOWDOWN, LOG_DIR
+from flintlock.config.options import FAULT_TASK_SLOWDOWN, FAULT_TASK_SLOWDOWN_MODE, LOG_DIR
 from flintlock.runtime.concurrency import run_blocking
 from flintlock.runtime.deployment import TaskDeploymentDescriptor
 from flintlock.runtime.logs.files import LogChunk, LogDirectory, LogInfo
@@ -61,10 +61,12 @@ class TaskExecutorLogsAndMetrics:
         else:
             self.logs = LogDirectory.temporary("flintlock-taskmanager-logs-")
         #: the services handed to tasks: the TaskManager's, plus where task logs go and the
-        #: injected slowdown of a TaskManager made slow on purpose (``FAULT_TASK_SLOWDOWN``)
+        #: injected slowdown of a TaskManager made slow on purpose (``FAULT_TASK_SLOWDOWN``; in
+        #: its ``throttle`` mode the TaskManager's entrypoint slows its Spark server instead)
+        waits = configuration.get(FAULT_TASK_SLOWDOWN_MODE) == "wait"
         self.task_services: Mapping[str, Any] = {
             **services, "task_logs": self.logs,
-            "task_slowdown": configuration.get(FAULT_TASK_SLOWDOWN)}
+            "task_slowdown": configuration.get(FAULT_TASK_SLOWDOWN) if waits else 1.0}
         self.task_metrics = TaskMetricStore()
 
     def task_deployed(self, tdd: TaskDeploymentDescriptor) -> None:

@@ -8,7 +8,7 @@ another TaskManager, and whichever attempt finishes first wins.
 
 from __future__ import annotations
 
-from scheduler_driver import Driver, deploys, make_job
+from scheduler_driver import Driver, S, deploys, make_job
 
 from flintlock.runtime.ids import ResourceID
 from flintlock.runtime.jobgraph.types import ExecutionState, JobStatus
@@ -211,3 +211,41 @@ def test_when_every_attempt_failed_the_subtask_restarts_with_the_next_attempt_nu
     assert again.tdd.task_name_with_subtask() == "src (4/4)#2"
     assert [e.attempt_number for e in _vertex(d).prior_executions] == [0, 1]
     assert again.task_executor_address == "inproc://tm-1"  # tm-2 is still blocked
+
+
+def test_a_loser_that_writes_no_sink_does_not_hold_the_job_back():
+    """src (4) -> sink (1): the speculative attempt of src#3 wins while the original, on the
+    slow node, is still being cancelled. The sink vertex runs and the job's sinks commit without
+    waiting for it (it writes only a result partition, which it removes itself); the job ends
+    with it CANCELED, as Flink finishes a job while such an attempt is CANCELING."""
+    job = make_job([("src", 4), ("sink", 1)], [(0, 1, S.HASH)], sinks={1: (TwoPhaseSink(),)})
+    d = Driver(job, speculative=True, **CONF)
+    d.handle(StartScheduling())
+    _, first = d.offer(2, TM1)
+    _, second = d.offer(2, TM2)
+    tasks = deploys(first + second)
+    for t in tasks:
+        d.report(t.tdd.attempt_id, ExecutionState.RUNNING)
+    d.advance(0.9)
+    for t in tasks[:3]:
+        d.finish(t)
+    (speculative,) = deploys(d.advance(1.1))
+    d.report(speculative.tdd.attempt_id, ExecutionState.RUNNING)
+    commands = d.finish(speculative)
+    assert [c.attempt_id for c in commands if isinstance(c, CancelTask)] == [
+        tasks[3].tdd.attempt_id]
+    (sink,) = deploys(commands)
+    assert sink.tdd.task_name_with_subtask() == "sink (1/1)#0"
+    d.report(sink.tdd.attempt_id, ExecutionState.RUNNING)
+    commands = d.finish(sink, committables={0: "staged-sink"})
+    (finalize,) = [c for c in commands if isinstance(c, FinalizeSinks)]
+    assert finalize.work[0][1] == ("staged-sink",)
+    src = d.graph.archive().vertices[0]
+    assert src.concurrent_attempts == ()
+    assert [(a.subtask_index, a.attempt_number, a.state) for a in src.prior_attempts] == [
+        (3, 0, ExecutionState.CANCELED)]
+    (terminated,) = [c for c in d.handle(SinksFinalized()) if isinstance(c, JobTerminated)]
+    assert terminated.result.application_status == "SUCCEEDED"
+    # the TaskManager's own word on the loser, after the job ended, changes nothing
+    d.report(tasks[3].tdd.attempt_id, ExecutionState.CANCELED)
+    assert d.graph.state is JobStatus.FINISHED

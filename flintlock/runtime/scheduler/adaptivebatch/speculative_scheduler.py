@@ -12,8 +12,11 @@ like its parent:
   up to ``max-concurrent-executions`` (original included), each with a slot of its own.
 - The first attempt to finish wins: it becomes the subtask's representative attempt (its
   partitions and committables are the subtask's), the others are cancelled, and the job's sinks
-  are committed only once every losing attempt ended (a sink writes per attempt; the FileSink
-  publishes the winner's directory and removes the rest).
+  are committed only once every losing attempt of a vertex that writes sinks ended (a sink
+  writes per attempt; the FileSink publishes the winner's directory and removes the rest).
+  Losers that write only result partitions do not hold the job back: a cancelled attempt
+  removes what it wrote, and those still being cancelled when the job finishes count as
+  CANCELED (Flink finishes a job while such an attempt is CANCELING).
 - A failed attempt whose subtask still has another attempt running is dropped without a
   failover (its failure is in the exception history); when the last one fails, the usual
   failover runs.
@@ -189,3 +192,15 @@ class SpeculativeScheduler(AdaptiveBatchScheduler):
         vertex = self.graph.vertex(execution.attempt_id.execution_vertex_id)
         vertex.archive_ended_speculative()
         super()._on_terminal(execution)
+
+    def _finish(self) -> None:
+        """Every subtask FINISHED and no loser writes sinks: the losers still being cancelled
+        (their cancel was sent; they remove the result partitions they wrote) count as
+        CANCELED, and their slots go back with the job's, as in Flink, whose job finishes
+        while a speculative attempt of a finished subtask is still CANCELING."""
+        for execution in self.graph.live_speculative_executions():
+            self._transition(execution, ExecutionState.CANCELED,
+                             "lost to another attempt; the job finished before it ended")
+            self._release_slot_share(execution)
+            self.graph.vertex(execution.attempt_id.execution_vertex_id).archive_ended_speculative()
+        super()._finish()
