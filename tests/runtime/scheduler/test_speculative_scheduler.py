@@ -186,11 +186,9 @@ def test_the_block_of_a_slow_node_runs_out():
     assert d.scheduler.pool.blocked() == frozenset()
 
 
-def test_when_every_attempt_failed_the_subtask_restarts_with_the_next_attempt_number():
-    job = make_job([("src", 4)], [], sinks={0: (TwoPhaseSink(),)},
-                   configuration={"restart-strategy.type": "fixed-delay",
-                                  "restart-strategy.fixed-delay.attempts": "2",
-                                  "restart-strategy.fixed-delay.delay": "1 s"})
+def _three_finished(job) -> tuple[Driver, list[DeployTask]]:
+    """``job``'s four src subtasks running, 0 and 1 on tm-1, 2 and 3 on tm-2; 0-2 finished
+    after 0.9 s (committables ``"staged"``)."""
     d = Driver(job, speculative=True, **CONF)
     d.handle(StartScheduling())
     _, first = d.offer(2, TM1)
@@ -201,6 +199,15 @@ def test_when_every_attempt_failed_the_subtask_restarts_with_the_next_attempt_nu
     d.advance(0.9)
     for t in tasks[:3]:
         d.finish(t, committables={0: "staged"})
+    return d, tasks
+
+
+def test_when_every_attempt_failed_the_subtask_restarts_with_the_next_attempt_number():
+    job = make_job([("src", 4)], [], sinks={0: (TwoPhaseSink(),)},
+                   configuration={"restart-strategy.type": "fixed-delay",
+                                  "restart-strategy.fixed-delay.attempts": "2",
+                                  "restart-strategy.fixed-delay.delay": "1 s"})
+    d, tasks = _three_finished(job)
     speculative = _speculate(d)
     d.report(speculative.tdd.attempt_id, ExecutionState.FAILED,
              error=SerializedError("OSError", "first"))
@@ -219,16 +226,7 @@ def test_a_loser_that_writes_no_sink_does_not_hold_the_job_back():
     waiting for it (it writes only a result partition, which it removes itself); the job ends
     with it CANCELED, as Flink finishes a job while such an attempt is CANCELING."""
     job = make_job([("src", 4), ("sink", 1)], [(0, 1, S.HASH)], sinks={1: (TwoPhaseSink(),)})
-    d = Driver(job, speculative=True, **CONF)
-    d.handle(StartScheduling())
-    _, first = d.offer(2, TM1)
-    _, second = d.offer(2, TM2)
-    tasks = deploys(first + second)
-    for t in tasks:
-        d.report(t.tdd.attempt_id, ExecutionState.RUNNING)
-    d.advance(0.9)
-    for t in tasks[:3]:
-        d.finish(t)
+    d, tasks = _three_finished(job)
     (speculative,) = deploys(d.advance(1.1))
     d.report(speculative.tdd.attempt_id, ExecutionState.RUNNING)
     commands = d.finish(speculative)
