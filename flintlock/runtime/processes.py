@@ -12,14 +12,22 @@ __all__ = ["PARENT_PID_ENV", "descendants", "exit_with_parent", "pid_alive",
 PARENT_PID_ENV = "FLINTLOCK_PARENT_PID"
 
 
-def _proc_stat(pid: int) -> tuple[bytes, int] | None:
-    """``(state, pgrp)`` from Linux's ``/proc/<pid>/stat`` (state ``b"Z"``: a zombie); None
-    without ``/proc`` (not Linux) or when the process ended meanwhile."""
+def _proc_stat(pid: int) -> tuple[bytes, int, int] | None:
+    """``(state, ppid, pgrp)`` from Linux's ``/proc/<pid>/stat`` (state ``b"Z"``: a zombie);
+    None without ``/proc`` (not Linux) or when the process ended meanwhile."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
-            state, _ppid, pgrp = stat.read().rsplit(b")", 1)[1].split()[:3]
-        return state, int(pgrp)
+            state, ppid, pgrp = stat.read().rsplit(b")", 1)[1].split()[:3]
+        return state, int(ppid), int(pgrp)
     except (OSError, ValueError):
+        return None
+
+
+def _all_pids() -> list[int] | None:
+    """The pids in Linux's ``/proc``; None without it."""
+    try:
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
         return None
 
 
@@ -47,11 +55,10 @@ def process_group_alive(pgid: int) -> bool:
         return False
     except PermissionError:
         return True
-    try:
-        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
+    pids = _all_pids()
+    if pids is None:
         return True
-    return any((stat := _proc_stat(pid)) is not None and stat[1] == pgid and stat[0] != b"Z"
+    return any((stat := _proc_stat(pid)) is not None and stat[2] == pgid and stat[0] != b"Z"
                for pid in pids)
 
 
@@ -59,20 +66,10 @@ def descendants(root: int) -> list[int]:
     """The pids of ``root``'s children, their children and so on (not ``root``), from Linux's
     ``/proc/<pid>/stat`` (its ``ppid`` field); [] without ``/proc``. A snapshot: processes
     started or ended meanwhile may be missed or listed."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return []
     children: dict[int, list[int]] = {}
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as stat:
-                ppid = int(stat.read().rsplit(b")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(name))
+    for pid in _all_pids() or ():
+        if (stat := _proc_stat(pid)) is not None:
+            children.setdefault(stat[1], []).append(pid)
     found, todo = [], list(children.get(root, ()))
     while todo:
         pid = todo.pop()
