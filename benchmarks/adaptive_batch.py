@@ -40,6 +40,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--speculation-runs", type=int, default=1)
     parser.add_argument("--parallelism", type=int, default=4)
+    parser.add_argument("--block", default=speculation.BLOCK,
+                        help="execution.batch.speculative.block-slow-node-duration")
+    parser.add_argument("--keep-logs", type=Path, default=None,
+                        help="copy the speculation clusters' logs into this directory")
     args = parser.parse_args()
     queries = args.queries.split(",")
     load = os.getloadavg()[0]
@@ -50,7 +54,8 @@ def main() -> None:
     data = Path(args.speculation_data).resolve()
     # the session clusters are new, so the first query warms them up; the data is warm already
     speculation_runs = speculation.measure(data, queries, args.speculation_runs,
-                                           args.parallelism, warm_up_every_query=False)
+                                           args.parallelism, warm_up_every_query=False,
+                                           block=args.block, keep_logs=args.keep_logs)
     speculation_rows = speculation.summarize(speculation_runs)
     speculation_table = speculation.table(speculation_rows)
     print(speculation_table)
@@ -59,8 +64,8 @@ def main() -> None:
         scheduler_tables,
         f"## Speculative execution ({data.name}, one TaskManager {speculation.SLOWDOWN}x slower)",
         _method(speculation.__doc__),
-        f"Here with {args.speculation_runs} run(s) per mode and query, and a warm-up of the "
-        "three new clusters with the first query only.",
+        f"Here with {args.speculation_runs} run(s) per mode and query, slow nodes blocked for "
+        f"{args.block}, and a warm-up of the three new clusters with the first query only.",
         speculation_table])
     write_page("benchmarks/adaptive_batch.py", __doc__,
                "AdaptiveBatchScheduler: schedulers and speculative execution on TPC-H", body,

@@ -12,11 +12,11 @@ competes for the CPU like a healthy one and only reports late). Every query runs
 parallelism ``P`` (auto-parallelism off, so both TaskManagers get subtasks) in three modes,
 alternating run by run after one warm-up each: on ``healthy`` (the no-slow-node time), on a slow
 cluster without speculation, and on the other with ``execution.batch.speculative.enabled``
-(detector: check every 0.5 s, baseline lower bound 1 s, since the 1 min default would never
+(detector: check every 0.5 s at the latest, baseline lower bound 1 s, since the 1 min default would never
 speculate queries of seconds, and baseline ratio 0.5, since with half the slots slow Flink's 0.75
-is never reached; multiplier 1.5 as in Flink; slow nodes blocked for 1 min (``--block``; Flink's
-default), longer than a job's remaining stages: with a 20 s block, queries running longer got
-the slow node back mid-job; each run starts once the previous run's block ran out). Reported per query
+is never reached; multiplier 1.5 as in Flink; slow nodes blocked for ``--block``, 1 min by default as in Flink,
+longer than a job's remaining stages: with a 20 s block, queries running longer got the slow
+node back mid-job; each run starts once the previous run's block ran out). Reported per query
 (medians of the job durations the client prints): each mode's time and slow / healthy with
 speculation off and on. Target (issue 15): with the slow TaskManager, speculation brings the job
 within 1.3x of the no-slow-node time.
@@ -82,9 +82,12 @@ def _cli(*args: str, timeout: float = 300) -> None:
 
 
 @contextlib.contextmanager
-def cluster(state: Path, slow: bool, fault: str = FAULT) -> Iterator[Path]:
+def cluster(state: Path, slow: bool, fault: str = FAULT,
+            keep_logs: Path | None = None) -> Iterator[Path]:
     """A session cluster of 2 TaskManagers x 2 slots; with ``slow``, the second is slowed
-    (``fault``: ``$internal.fault.task-slowdown.mode``)."""
+    (``fault``: ``$internal.fault.task-slowdown.mode``). With ``keep_logs``, its processes' logs
+    are copied to ``keep_logs/<state dir name>`` once it stopped (jobs are named
+    ``<query>-<mode>-<run>``, runs -1 being warm-ups)."""
     d = ["-D", f"cluster.state-dir={state}", "-D", "rest.port=0", "-D", "jobmanager.rpc.port=0",
          "-D", "taskmanager.numberOfTaskSlots=2", "-D", "taskmanager.cpu.cores=2"]
     try:
@@ -97,6 +100,8 @@ def cluster(state: Path, slow: bool, fault: str = FAULT) -> Iterator[Path]:
     finally:
         subprocess.run([*FLINTLOCK, "cluster", "stop", *d], cwd=REPO, capture_output=True,
                        timeout=120)
+        if keep_logs is not None and (state / "log").is_dir():
+            shutil.copytree(state / "log", keep_logs / state.name, dirs_exist_ok=True)
 
 
 def wait_unblocked(state: Path) -> None:
@@ -165,17 +170,18 @@ def table(rows: list[dict[str, object]]) -> str:
 
 def measure(data: Path, queries: list[str], runs: int, parallelism: int,
             warm_up_every_query: bool = True, block: str = BLOCK,
-            fault: str = FAULT) -> list[Run]:
+            fault: str = FAULT, keep_logs: Path | None = None) -> list[Run]:
     """Run every query in the three modes on their own session clusters: a warm-up each (for
     every query, or only the first when ``warm_up_every_query`` is false), then ``runs`` runs
-    alternating the order run by run."""
+    alternating the order run by run; ``keep_logs``: see ``cluster``."""
     out: list[Run] = []
     with tempfile.TemporaryDirectory(prefix="flintlock-speculation-") as tmp:
         work = Path(tmp)
         (work / "query.py").write_text(QUERY_PROGRAM.format(repo=str(REPO)))
-        with cluster(work / "healthy", slow=False) as healthy, \
-                cluster(work / "slow", slow=True, fault=fault) as slow, \
-                cluster(work / "slow-speculation", slow=True, fault=fault) as speculating:
+        with cluster(work / "healthy", slow=False, keep_logs=keep_logs) as healthy, \
+                cluster(work / "slow", slow=True, fault=fault, keep_logs=keep_logs) as slow, \
+                cluster(work / "slow-speculation", slow=True, fault=fault,
+                        keep_logs=keep_logs) as speculating:
             state = {"healthy": healthy, "slow": slow, "slow+speculation": speculating}
             for index, query in enumerate(queries):
                 for mode in MODES if warm_up_every_query or index == 0 else ():
@@ -203,11 +209,13 @@ def main() -> None:
     parser.add_argument("--fault", default=FAULT, choices=("throttle", "wait"),
                         help="how the slow TaskManager is slow ($internal.fault.task-slowdown"
                              ".mode)")
+    parser.add_argument("--keep-logs", type=Path, default=None,
+                        help="copy the clusters' logs into this directory")
     args = parser.parse_args()
     data = Path(args.data).resolve()
     load = os.getloadavg()[0]
     runs = measure(data, args.queries.split(","), args.runs, args.parallelism, block=args.block,
-                   fault=args.fault)
+                   fault=args.fault, keep_logs=args.keep_logs)
     rows = summarize(runs)
     body = table(rows)
     print(body)

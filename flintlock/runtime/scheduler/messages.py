@@ -171,7 +171,10 @@ class IdleSlotCheck(Event):
 
 @dataclass(frozen=True)
 class SlowTaskCheck(Event):
-    """Timer: look for slow subtasks (``slow-task-detector.check-interval``)."""
+    """Timer: look for slow subtasks (every ``slow-task-detector.check-interval`` at the
+    latest). ``generation``: the scheduler runs only the check it scheduled last."""
+
+    generation: int = 0
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from flintlock.runtime.scheduler.slowtaskdetector.execution_time_based import (
     SlowTaskDetectorSettings,
     VertexAttempts,
     find_slow_tasks,
+    next_slow_at_ms,
 )
 
 V = JobVertexID("a" * 32)
@@ -93,3 +94,48 @@ def test_a_subtask_running_no_longer_than_every_finished_one_is_never_slow(times
     assert quick.attempt_id not in slow
     if len(times) >= round((len(times) + 2) * 0.5):
         assert late.attempt_id in slow
+
+
+def test_the_next_check_is_due_when_the_first_running_attempt_crosses_the_threshold():
+    # 5 subtasks, ratio 0.6: 3 finished; baseline median(1, 2, 3) s = 2 s, threshold 3 s;
+    # subtask 3 ran 2.5 s, subtask 4 ran 1 s
+    settings = SlowTaskDetectorSettings(0.6, 1.5, 0)
+    finished = [_attempt(i, S.FINISHED, t) for i, t in enumerate((1_000, 2_000, 3_000))]
+    vertex = VertexAttempts(5, [[a] for a in finished] + [[_attempt(3, S.RUNNING, 2_500)],
+                                                          [_attempt(4, S.RUNNING, 1_000)]])
+    assert next_slow_at_ms([vertex], settings, NOW) == NOW + 500
+    assert find_slow_tasks([vertex], settings, NOW + 499) == []
+    assert find_slow_tasks([vertex], settings, NOW + 500) == [vertex.subtasks[3][0].attempt_id]
+    # past subtask 3's crossing, the next one is subtask 4's
+    assert next_slow_at_ms([vertex], settings, NOW + 500) == NOW + 2_000
+
+
+def test_no_next_check_without_a_baseline_or_with_nothing_left_to_become_slow():
+    waiting = _vertex(_attempt(0, S.FINISHED, 1_000), _attempt(1, S.RUNNING, 500),
+                      _attempt(2, S.RUNNING, 500), _attempt(3, S.RUNNING, 500))
+    assert next_slow_at_ms([waiting], SETTINGS, NOW) is None  # 1 of the 3 needed finished
+    all_slow = _vertex(*[_attempt(i, S.FINISHED, 1_000) for i in range(3)],
+                       _attempt(3, S.RUNNING, 5_000))
+    assert next_slow_at_ms([all_slow], SETTINGS, NOW) is None
+    assert next_slow_at_ms([], SETTINGS, NOW) is None
+
+
+@given(st.lists(st.integers(1, 100_000), min_size=1, max_size=12),
+       st.lists(st.integers(0, 300_000), min_size=1, max_size=6),
+       st.sampled_from([0, 1_000, 60_000]))
+def test_nothing_new_is_slow_before_the_next_check_and_something_is_at_it(finished_ms, running_ms,
+                                                                         lower_bound):
+    """With the attempts' states unchanged, the slow set stays what it is now until
+    ``next_slow_at_ms`` and grows at it."""
+    settings = SlowTaskDetectorSettings(0.5, 1.5, lower_bound)
+    attempts = [_attempt(i, S.FINISHED, t) for i, t in enumerate(finished_ms)]
+    attempts += [_attempt(len(finished_ms) + i, S.RUNNING, t) for i, t in enumerate(running_ms)]
+    vertex = _vertex(*attempts)
+    now_slow = set(find_slow_tasks([vertex], settings, NOW))
+    at = next_slow_at_ms([vertex], settings, NOW)
+    if at is None:
+        assert set(find_slow_tasks([vertex], settings, NOW + 10_000_000)) == now_slow
+        return
+    assert at > NOW
+    assert set(find_slow_tasks([vertex], settings, at - 1)) == now_slow
+    assert set(find_slow_tasks([vertex], settings, at)) > now_slow

@@ -2,7 +2,7 @@
 
 A source vertex of four subtasks over two TaskManagers; three finish after 1 s, the fourth
 keeps running. The detector (baseline ratio 0.75, multiplier 1.5, no lower bound) finds it slow
-at the check after 1.5 s: its TaskManager is blocked, a speculative attempt gets a slot on
+once it ran 1.5 x 0.9 s: its TaskManager is blocked, a speculative attempt gets a slot on
 another TaskManager, and whichever attempt finishes first wins.
 """
 
@@ -63,7 +63,7 @@ def _running(sink: object = None) -> tuple[Driver, list[DeployTask]]:
 
 
 def _speculate(d: Driver) -> DeployTask:
-    """The check at 2 s finds subtask 3 slow: tm-2 is blocked and the speculative attempt takes
+    """By 2 s subtask 3 was found slow: tm-2 is blocked and the speculative attempt takes
     a slot tm-1 holds idle (subtasks 0 and 1 finished there)."""
     commands = d.advance(1.1)
     blocks = [c for c in commands if isinstance(c, BlockNodes)]
@@ -111,6 +111,16 @@ def test_the_speculative_attempt_that_finishes_first_wins_and_the_original_is_ca
     (terminated,) = [c for c in d.handle(SinksFinalized()) if isinstance(c, JobTerminated)]
     assert terminated.result.application_status == "SUCCEEDED"
     assert d.graph.number_of_restarts == 0
+
+
+def test_a_slow_subtask_is_found_when_it_crosses_the_threshold_not_at_the_next_interval():
+    """Checks every 1 s would find it at 2 s; it is found at 1.35 s (1.5 x the 0.9 s baseline):
+    the check after the finishes plans the next one for the crossing."""
+    d, _ = _running()
+    assert not any(isinstance(c, BlockNodes) for c in d.advance(0.44))  # 1.34 s
+    commands = d.advance(0.02)  # 1.36 s
+    assert [b.resource_ids for b in commands if isinstance(b, BlockNodes)] == [(TM2,)]
+    assert [t.tdd.task_name_with_subtask() for t in deploys(commands)] == ["src (4/4)#1"]
 
 
 def test_the_original_finishing_first_cancels_the_speculative_attempt():

@@ -12,10 +12,16 @@ expanded and not finished, for the attempts that run much longer than their fini
 
 Flink weights times by input bytes when sizes are known; flintlock learns a subtask's input size
 only when it ends, so times are compared as they are.
+
+``next_slow_at_ms`` is when the next running attempt crosses its vertex's threshold, given the
+baselines known now: the speculative scheduler checks again then instead of at its next
+periodic check, so a slow subtask is found the moment it qualifies (Flink checks only every
+``check-interval``; the decisions are the same, made up to one interval sooner).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -28,7 +34,13 @@ from flintlock.config.configuration import Configuration
 from flintlock.runtime.ids import ExecutionAttemptID
 from flintlock.runtime.jobgraph.types import ExecutionState
 
-__all__ = ["AttemptTimes", "SlowTaskDetectorSettings", "VertexAttempts", "find_slow_tasks"]
+__all__ = [
+    "AttemptTimes",
+    "SlowTaskDetectorSettings",
+    "VertexAttempts",
+    "find_slow_tasks",
+    "next_slow_at_ms",
+]
 
 _RUNNING = (ExecutionState.DEPLOYING, ExecutionState.INITIALIZING, ExecutionState.RUNNING)
 
@@ -89,19 +101,46 @@ def _baseline_ms(vertex: VertexAttempts, settings: SlowTaskDetectorSettings,
     return float(median)
 
 
+def _threshold_ms(vertex: VertexAttempts, settings: SlowTaskDetectorSettings,
+                  now_ms: int) -> float | None:
+    """The execution time (ms) from which the vertex's running attempts are slow, or None while
+    too few subtasks finished."""
+    baseline = _baseline_ms(vertex, settings, now_ms)
+    if baseline is None:
+        return None
+    return max(baseline * settings.baseline_multiplier, settings.baseline_lower_bound_ms)
+
+
+def _unfinished_running(vertex: VertexAttempts) -> list[AttemptTimes]:
+    """The running attempts of the vertex's subtasks that no attempt has finished yet."""
+    return [a for attempts in vertex.subtasks
+            if not any(a.state is ExecutionState.FINISHED for a in attempts)
+            for a in attempts if a.state in _RUNNING]
+
+
 def find_slow_tasks(vertices: Iterable[VertexAttempts], settings: SlowTaskDetectorSettings,
                     now_ms: int) -> list[ExecutionAttemptID]:
     """The slow attempts of ``vertices`` at ``now_ms`` (see the module docstring), in the
     order given."""
     slow: list[ExecutionAttemptID] = []
     for vertex in vertices:
-        baseline = _baseline_ms(vertex, settings, now_ms)
-        if baseline is None:
+        threshold = _threshold_ms(vertex, settings, now_ms)
+        if threshold is None:
             continue
-        threshold = max(baseline * settings.baseline_multiplier, settings.baseline_lower_bound_ms)
-        for attempts in vertex.subtasks:
-            if any(a.state is ExecutionState.FINISHED for a in attempts):
-                continue
-            slow += [a.attempt_id for a in attempts
-                     if a.state in _RUNNING and a.execution_time_ms(now_ms) >= threshold]
+        slow += [a.attempt_id for a in _unfinished_running(vertex)
+                 if a.execution_time_ms(now_ms) >= threshold]
     return slow
+
+
+def next_slow_at_ms(vertices: Iterable[VertexAttempts], settings: SlowTaskDetectorSettings,
+                    now_ms: int) -> int | None:
+    """The earliest epoch ms after ``now_ms`` at which a running attempt of ``vertices`` that is
+    not slow yet becomes slow under the baselines known at ``now_ms``; None when none will
+    (no baseline yet, or nothing running that is not slow already). Attempts still without a
+    DEPLOYING timestamp are left out."""
+    upcoming = [a.deploying_ms + math.ceil(threshold)
+                for vertex in vertices
+                if (threshold := _threshold_ms(vertex, settings, now_ms)) is not None
+                for a in _unfinished_running(vertex)
+                if a.deploying_ms and a.execution_time_ms(now_ms) < threshold]
+    return min(upcoming, default=None)
