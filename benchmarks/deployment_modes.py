@@ -19,6 +19,14 @@ TaskManager start-up (``Starting TaskManager`` to ``Registered TaskExecutor`` in
 log: the process and its Spark session). Ratios are against the session run. The issue's target:
 application <= session + one TaskManager start.
 
+With ``--spark-remote`` (``standalone``: a Spark standalone cluster and Spark Connect server
+started for the run, or an ``sc://host:port`` URL) every mode runs on that one Spark, as a
+deployment whose TaskManagers share a Spark cluster does (``-D spark.remote=<url>`` for every
+flintlock command, ``SparkSession.builder.remote`` for plain PySpark): a TaskManager's start is
+then its process and a Spark Connect session, and no mode starts a Spark JVM of its own. The
+session run's warm-up also warms that Spark for the others. Such a run writes
+``docs/deployment-modes-remote-benchmark.md``.
+
     python benchmarks/deployment_modes.py --data data/tpch-sf1 --queries q6,q18 --runs 3
 
 prints the table, writes raw figures to ``benchmarks/results/`` and the table to
@@ -44,16 +52,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.failover import FLINTLOCK, QUERY_PROGRAM, REPO
 from benchmarks.machine import write_page
+from benchmarks.spark_target import check_spec, start_spark
 
 MODES = ("pyspark", "local", "session", "per-job", "application")
 
-#: argv: <query> <tpch dir> <out>; plain PySpark, the same DataFrame code as the other benchmarks
+#: argv: <query> <tpch dir> <out> [<Spark Connect URL>]; plain PySpark, the same DataFrame code as the other benchmarks
 PYSPARK_PROGRAM = """
 import sys
 sys.path.insert(0, {repo!r})
 from pyspark.sql import SparkSession
 from benchmarks.pyspark_queries import QUERIES, Paths
-spark = SparkSession.builder.master("local[2]").getOrCreate()
+remote = sys.argv[4] if len(sys.argv) > 4 else ""
+builder = SparkSession.builder
+spark = (builder.remote(remote) if remote else builder.master("local[2]")).getOrCreate()
 QUERIES[sys.argv[1]](spark, Paths(tpch=sys.argv[2], text="", flights="")).write.parquet(sys.argv[3])
 spark.stop()
 """
@@ -95,17 +106,19 @@ def _logs(directory: Path) -> str:
                      for p in directory.rglob("flintlock-jobmanager-*.log"))
 
 
-def one_run(mode: str, query: str, data: Path, work: Path, state: Path, run: int) -> Run:
+def one_run(mode: str, query: str, data: Path, work: Path, state: Path, run: int,
+            remote: str | None = None) -> Run:
+    """One command of ``mode``; ``remote``: the Spark Connect URL every mode uses, if any."""
     out = work / f"out-{mode}-{query}-{run}"
     program = work / ("pyspark_query.py" if mode == "pyspark" else "query.py")
     if mode == "pyspark":
         # a TPC-H directory itself, or a data root holding one (as the examples accept)
         tpch = data if (data / "lineitem").is_dir() else next(data.glob("tpch-sf*"))
-        command = [sys.executable, str(program), query, str(tpch), str(out)]
+        command = [sys.executable, str(program), query, str(tpch), str(out), *filter(None, [remote])]
     else:
         target = {"session": "remote"}.get(mode, mode)
         command = [*FLINTLOCK, *(["-v"] if mode == "local" else []), "run", "--target", target,
-                   "-D", f"cluster.state-dir={state}", str(program), "--query", query,
+                   "-D", f"cluster.state-dir={state}", *_remote_options(remote), str(program), "--query", query,
                    "--data", str(data), "--out", str(out), "--name", f"{query}-{mode}-{run}"]
     dedicated = state / {"per-job": "job-clusters", "application": "applications"}.get(mode, "-")
     before = set(dedicated.iterdir()) if dedicated.exists() else set()
@@ -127,6 +140,10 @@ def one_run(mode: str, query: str, data: Path, work: Path, state: Path, run: int
     starts = _task_manager_starts(text) if mode in ("per-job", "application") else []
     shutil.rmtree(out, ignore_errors=True)
     return Run(query, mode, run, total, _first_running(text, start), starts)
+
+
+def _remote_options(remote: str | None) -> list[str]:
+    return ["-D", f"spark.remote={remote}"] if remote else []
 
 
 def _median(values: list[float]) -> float | None:
@@ -172,6 +189,8 @@ def main() -> None:
     parser.add_argument("--queries", default="q6,q18")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--spark-remote", type=check_spec, default=None,
+                        help="'standalone' or sc://host:port: every mode runs on that Spark")
     args = parser.parse_args()
     data = Path(args.data).resolve()
     modes = [m for m in args.modes.split(",") if m]
@@ -179,20 +198,24 @@ def main() -> None:
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="flintlock-modes-") as tmp:
         work, state = Path(tmp), Path(tmp) / "state"
+        spark = start_spark(args.spark_remote, work, cores=os.cpu_count() or 2,
+                            log=lambda m: print(m, file=sys.stderr))
+        remote = spark.remote
         (work / "query.py").write_text(QUERY_PROGRAM.format(repo=str(REPO)))
         (work / "pyspark_query.py").write_text(PYSPARK_PROGRAM.format(repo=str(REPO)))
         cluster = [*FLINTLOCK, "cluster", "start", "--taskmanagers", "1", "-D",
                    f"cluster.state-dir={state}", "-D", "rest.port=0",
-                   "-D", "jobmanager.rpc.port=0", "-D", "taskmanager.numberOfTaskSlots=2"]
-        if "session" in modes:
-            subprocess.run(cluster, check=True, cwd=REPO, capture_output=True, timeout=300)
+                   "-D", "jobmanager.rpc.port=0", "-D", "taskmanager.numberOfTaskSlots=2",
+                   *_remote_options(remote)]
         try:
+            if "session" in modes:
+                subprocess.run(cluster, check=True, cwd=REPO, capture_output=True, timeout=300)
             for query in args.queries.split(","):
                 if "session" in modes:  # warm-up: the session cluster has run a query before
-                    one_run("session", query, data, work, state, -1)
+                    one_run("session", query, data, work, state, -1, remote)
                 for run in range(args.runs):
                     for mode in modes:  # interleaved, so drift hits every mode alike
-                        r = one_run(mode, query, data, work, state, run)
+                        r = one_run(mode, query, data, work, state, run, remote)
                         print(f"{query} {mode} run {run}: {r.total_s:.1f} s, first subtask "
                               f"{_fmt(r.first_record_s)} s, TaskManager start "
                               f"{[round(s, 1) for s in r.task_manager_start_s]}", file=sys.stderr)
@@ -201,11 +224,14 @@ def main() -> None:
             if "session" in modes:
                 subprocess.run([*FLINTLOCK, "cluster", "stop", "-D", f"cluster.state-dir={state}"],
                                cwd=REPO, capture_output=True, timeout=120)
+            spark.stop()
     rows = summarize(runs)
     print(table(rows))
     write_page("benchmarks/deployment_modes.py", __doc__,
-               "Deployment modes: one TPC-H query end to end", table(rows),
-               {"runs": [asdict(r) for r in runs], "rows": rows}, "deployment-modes", load)
+               "Deployment modes: one TPC-H query end to end"
+               + (f" on one shared Spark ({spark.mode})" if remote else ""), table(rows),
+               {"runs": [asdict(r) for r in runs], "rows": rows, "spark": spark.describe()},
+               "deployment-modes-remote" if remote else "deployment-modes", load)
 
 
 if __name__ == "__main__":

@@ -250,9 +250,17 @@ def _serving(configuration: Configuration, rpc: Any, rest: Any, reporter: Any,
 
 
 async def _stop_all(started: list[Any]) -> None:
-    for component in reversed(started):
-        await component.stop()
-    started.clear()
+    """Stop the components, the last started first, and those that ``stops_alongside`` (REST)
+    at the same time as the others."""
+    alongside = [asyncio.ensure_future(c.stop()) for c in started
+                 if getattr(c, "stops_alongside", False)]
+    try:
+        for component in reversed(started):
+            if not getattr(component, "stops_alongside", False):
+                await component.stop()
+    finally:
+        await asyncio.gather(*alongside)
+        started.clear()
 
 
 async def _lead_once(configuration: Configuration, rpc: Any, secret: str | None,
