@@ -8,7 +8,8 @@ like its parent:
   ``slow-task-detector.check-interval`` as in Flink, and also right after a subtask finished
   (a baseline may have become known) and when the next running attempt crosses its vertex's
   threshold (``next_slow_at_ms``), so a slow subtask is found as soon as it qualifies rather
-  than up to one interval later: the same decisions as Flink's periodic check, sooner. The TaskManagers of slow attempts are blocked for
+  than up to one interval later: the same decisions as Flink's periodic check, sooner.
+  The TaskManagers of slow attempts are blocked for
   ``execution.batch.speculative.block-slow-node-duration``: the job's slot pool gives no new
   request a slot there and returns their free slots, and the ResourceManager is told
   (``BlockNodes``), so the new attempts run elsewhere. Each slow subtask then gets new attempts
