@@ -9,6 +9,7 @@ process no data (no-op, blocking, failing) live in ``flintlock.testing.invokable
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,7 +18,25 @@ from typing import Any, Protocol, runtime_checkable
 from flintlock.runtime.deployment import TaskDeploymentDescriptor
 from flintlock.runtime.taskmanager.task_execution_state import TaskResult
 
-__all__ = ["RuntimeEnvironment", "TaskCancelledError", "TaskInvokable", "load_invokable_class"]
+__all__ = [
+    "RuntimeEnvironment",
+    "TaskCancelledError",
+    "TaskInvokable",
+    "load_invokable_class",
+    "print_line",
+]
+
+#: shared by every print sink of the process
+_STDOUT_LOCK = threading.Lock()
+
+
+def print_line(line: str) -> None:
+    """Write ``line`` and its newline to stdout in one write, under a lock the process's print
+    sinks share, so the lines of subtasks printing at the same time never run into each other
+    (Flink's ``PrintStream.println`` is synchronized; ``print`` writes the text and the newline
+    separately)."""
+    with _STDOUT_LOCK:
+        sys.stdout.write(line + "\n")
 
 
 class TaskCancelledError(Exception):
@@ -35,7 +54,8 @@ class RuntimeEnvironment:
             storage directory (str). Test invokables may need none.
         cancelled: set when the task is cancelled.
         configuration: the job's effective configuration (Flink keys -> strings).
-        print_fn: where print sinks write lines (the TaskManager's stdout by default).
+        print_fn: where print sinks write lines (the TaskManager's stdout by default,
+            ``print_line``).
         checkpoint_responder: sends checkpoint acknowledgements and declines to the JobMaster
             (``spark.task_checkpoints.CheckpointResponder``); None where there is none (tests).
     """
@@ -44,7 +64,7 @@ class RuntimeEnvironment:
     services: Mapping[str, Any] = field(default_factory=dict)
     cancelled: threading.Event = field(default_factory=threading.Event)
     configuration: Mapping[str, str] = field(default_factory=dict)
-    print_fn: Callable[[str], None] = print
+    print_fn: Callable[[str], None] = print_line
     checkpoint_responder: Any = None
 
 
