@@ -56,7 +56,8 @@ from benchmarks.spark_target import check_spec, start_spark
 
 MODES = ("pyspark", "local", "session", "per-job", "application")
 
-#: argv: <query> <tpch dir> <out> [<Spark Connect URL>]; plain PySpark, the same DataFrame code as the other benchmarks
+#: argv: <query> <tpch dir> <out> [<Spark Connect URL>]; plain PySpark, the same DataFrame code
+#: as the other benchmarks
 PYSPARK_PROGRAM = """
 import sys
 sys.path.insert(0, {repo!r})
@@ -114,12 +115,14 @@ def one_run(mode: str, query: str, data: Path, work: Path, state: Path, run: int
     if mode == "pyspark":
         # a TPC-H directory itself, or a data root holding one (as the examples accept)
         tpch = data if (data / "lineitem").is_dir() else next(data.glob("tpch-sf*"))
-        command = [sys.executable, str(program), query, str(tpch), str(out), *filter(None, [remote])]
+        command = [sys.executable, str(program), query, str(tpch), str(out),
+                   *([remote] if remote else [])]
     else:
         target = {"session": "remote"}.get(mode, mode)
         command = [*FLINTLOCK, *(["-v"] if mode == "local" else []), "run", "--target", target,
-                   "-D", f"cluster.state-dir={state}", *_remote_options(remote), str(program), "--query", query,
-                   "--data", str(data), "--out", str(out), "--name", f"{query}-{mode}-{run}"]
+                   "-D", f"cluster.state-dir={state}", *_remote_options(remote), str(program),
+                   "--query", query, "--data", str(data), "--out", str(out),
+                   "--name", f"{query}-{mode}-{run}"]
     dedicated = state / {"per-job": "job-clusters", "application": "applications"}.get(mode, "-")
     before = set(dedicated.iterdir()) if dedicated.exists() else set()
     start = time.time()

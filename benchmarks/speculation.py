@@ -12,13 +12,13 @@ competes for the CPU like a healthy one and only reports late). Every query runs
 parallelism ``P`` (auto-parallelism off, so both TaskManagers get subtasks) in three modes,
 alternating run by run after one warm-up each: on ``healthy`` (the no-slow-node time), on a slow
 cluster without speculation, and on the other with ``execution.batch.speculative.enabled``
-(detector: check every 0.5 s at the latest, baseline lower bound 1 s, since the 1 min default would never
-speculate queries of seconds, and baseline ratio 0.5, since with half the slots slow Flink's 0.75
-is never reached; multiplier 1.5 as in Flink; slow nodes blocked for ``--block``, 1 min by default as in Flink,
-longer than a job's remaining stages: with a 20 s block, queries running longer got the slow
-node back mid-job; each run starts once the previous run's block ran out). Reported per query
-(medians of the job durations the client prints): each mode's time and slow / healthy with
-speculation off and on. Target (issue 15): with the slow TaskManager, speculation brings the job
+(detector: check every 0.5 s at the latest, baseline lower bound 1 s, since the 1 min default
+would never speculate queries of seconds, and baseline ratio 0.5, since with half the slots slow
+Flink's 0.75 is never reached; multiplier 1.5 as in Flink; slow nodes blocked for ``--block``,
+1 min by default as in Flink, longer than a job's remaining stages: with a 20 s block, queries
+running longer got the slow node back mid-job; each run starts once the previous run's block ran
+out). Reported per query (medians of the job durations the client prints): each mode's time and
+slow / healthy with speculation off and on. Target (issue 15): with the slow TaskManager, speculation brings the job
 within 1.3x of the no-slow-node time.
 
     python benchmarks/speculation.py --data data/tpch-sf1 --queries q1,q3,q6,q12,q18 --runs 2
