@@ -250,16 +250,9 @@ def _serving(configuration: Configuration, rpc: Any, rest: Any, reporter: Any,
 
 
 async def _stop_all(started: list[Any]) -> None:
-    """Stop the components, the last started first, and those that ``stops_alongside`` (REST)
-    at the same time as the others."""
-    alongside = [c for c in started if getattr(c, "stops_alongside", False)]
-    stopping = [asyncio.ensure_future(c.stop()) for c in alongside]
-    try:
-        for component in reversed([c for c in started if c not in alongside]):
-            await component.stop()
-    finally:
-        await asyncio.gather(*stopping)
-        started.clear()
+    for component in reversed(started):
+        await component.stop()
+    started.clear()
 
 
 async def _lead_once(configuration: Configuration, rpc: Any, secret: str | None,

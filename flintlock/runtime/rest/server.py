@@ -176,10 +176,6 @@ class RestServer:
         ValueError: a timeout that is not positive, or ``max_connections < 1``.
     """
 
-    #: a JobManager stops it alongside its other components, not after them (``_stop_all``):
-    #: none of them needs REST to stop, and uvicorn takes up to 0.1 s to notice its exit flag
-    stops_alongside = True
-
     def __init__(self, app: Starlette, host: str = "127.0.0.1", port: int = 8081,
                  shutdown_timeout_s: float = 5.0, *,
                  header_timeout_s: float = _HEADER_TIMEOUT_S,
